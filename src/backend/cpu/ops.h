@@ -1,0 +1,47 @@
+// CPU ops of the forward pass. Activations are float32, row-major; weights are read in their stored
+// dtype (bf16/f16/f32) and accumulated in float32. Ops never allocate on the hot path beyond small
+// per-thread scratch; they run on the given ThreadPool and return when done.
+// Which SIMD path runs (AVX-512, AVX2, portable) is chosen once at run time (cpu_features.h).
+#pragma once
+
+#include <cstdint>
+
+#include "base/thread_pool.h"
+#include "model/weights.h"
+
+namespace hichat::cpu {
+
+using model::WeightTensor;
+
+// y[m, n] = x[m, k] * w[n, k]^T (+ bias[n] if bias && bias->present()).
+void linear(const float* x, int64_t m, const WeightTensor& w, const WeightTensor* bias, float* y,
+            ThreadPool& pool);
+
+// out[i, :] = table[ids[i], :] as float32.   table: [vocab, dim]
+void embedding(const int32_t* ids, int64_t m, const WeightTensor& table, float* out);
+
+// y[i, :] = x[i, :] / sqrt(mean(x[i, :]^2) + eps) * w   for m rows of `dim`. y may alias x.
+void rms_norm(const float* x, int64_t m, int64_t dim, const WeightTensor& w, float eps, float* y);
+
+// In place on x[m, num_heads, head_dim] (row stride `row_stride` floats between tokens), the
+// rotate-half RoPE of transformers: pairs (j, j + head_dim/2) rotated by positions[i] * inv_freq[j].
+void rope(float* x, int64_t m, int64_t row_stride, int num_heads, int head_dim, const int32_t* positions,
+          const float* inv_freq);
+
+// out[i, :] = silu(gate[i, :]) * up[i, :]   for m rows of `dim`. out may alias gate.
+void silu_mul(const float* gate, const float* up, int64_t m, int64_t dim, float* out);
+
+// x[i] += y[i]
+void add_inplace(float* x, const float* y, int64_t n);
+
+// Causal attention of one sequence with grouped-query heads.
+// q:   [num_q, num_heads, head_dim]        (row stride q_stride floats); query i sits at position
+//      q_pos0 + i and attends to keys 0 .. q_pos0 + i.
+// k,v: [num_kv, num_kv_heads, head_dim]    (row stride kv_stride floats), num_kv >= q_pos0 + num_q.
+// out: [num_q, num_heads, head_dim]        (contiguous).
+// scale multiplies q.k (1/sqrt(head_dim)). Heads are split over the pool's threads.
+void attention(const float* q, int64_t q_stride, int64_t num_q, int64_t q_pos0, const float* k,
+               const float* v, int64_t kv_stride, int num_heads, int num_kv_heads, int head_dim,
+               float scale, float* out, ThreadPool& pool);
+
+}  // namespace hichat::cpu

@@ -1,0 +1,58 @@
+// ModelConfig: the hyper-parameters of a checkpoint, read once from config.json.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/dtype.h"
+#include "base/status.h"
+
+namespace hichat::model {
+
+enum class Architecture { kLlama, kMistral, kQwen2, kQwen3 };
+enum class RopeType { kDefault, kLinear, kLlama3 };
+
+struct RopeScaling {
+    RopeType type = RopeType::kDefault;
+    float factor = 1.0f;                        // linear and llama3
+    float low_freq_factor = 1.0f;               // llama3
+    float high_freq_factor = 4.0f;              // llama3
+    int original_max_position_embeddings = 8192;  // llama3
+};
+
+struct ModelConfig {
+    Architecture arch = Architecture::kLlama;
+    std::string architecture_name;     // as spelled in config.json, e.g. "LlamaForCausalLM"
+    int hidden_size = 0;
+    int intermediate_size = 0;
+    int num_layers = 0;
+    int num_heads = 0;
+    int num_kv_heads = 0;              // == num_heads without grouped-query attention
+    int head_dim = 0;                  // given, or hidden_size / num_heads
+    int vocab_size = 0;
+    int max_position_embeddings = 0;
+    float rms_norm_eps = 1e-6f;
+    float rope_theta = 10000.0f;
+    RopeScaling rope;
+    bool tie_word_embeddings = false;
+    bool qkv_bias = false;             // q/k/v projections have biases (Qwen2; Llama attention_bias)
+    bool o_bias = false;               // o_proj has a bias (Llama attention_bias)
+    bool mlp_bias = false;             // gate/up/down have biases (Llama mlp_bias)
+    bool qk_norm = false;              // per-head RMSNorm on q and k (Qwen3)
+    int bos_token_id = -1;             // -1 if absent
+    std::vector<int> eos_token_ids;    // may be empty
+    DType torch_dtype = DType::kBF16;  // the dtype config.json declares
+};
+
+// Reads `dir`/config.json. Errors name the file and the field: missing file, bad JSON,
+// unknown architecture, missing or out-of-range fields, unsupported rope scaling.
+Result<ModelConfig> load_model_config(const std::string& dir);
+
+// Parses config.json text; `file` only names it in errors.
+Result<ModelConfig> parse_model_config(const std::string& json_text, const std::string& file);
+
+// RoPE inverse frequencies [head_dim / 2] with the config's scaling applied (default, linear, llama3),
+// as transformers computes them in float32.
+std::vector<float> rope_inv_freq(const ModelConfig& cfg);
+
+}  // namespace hichat::model

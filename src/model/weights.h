@@ -1,0 +1,47 @@
+// Views of the checkpoint's tensors, as stored (bf16/f16/f32), in memory-mapped safetensors files.
+// Views only: the Checkpoint that produced them owns the mappings and must outlive them.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "base/dtype.h"
+
+namespace hichat::model {
+
+struct WeightTensor {
+    const void* data = nullptr;   // nullptr: absent (e.g. no bias)
+    DType dtype = DType::kF32;
+    std::vector<int64_t> shape;   // row-major; a linear layer is [out_features, in_features]
+
+    bool present() const { return data != nullptr; }
+    int64_t rows() const { return shape.empty() ? 0 : shape[0]; }
+    int64_t cols() const { return shape.size() < 2 ? 1 : shape[1]; }
+    int64_t num_elements() const {
+        int64_t n = 1;
+        for (int64_t d : shape) n *= d;
+        return n;
+    }
+};
+
+struct LayerWeights {
+    WeightTensor attn_norm;                 // [hidden]
+    WeightTensor q_proj, k_proj, v_proj;    // [heads*head_dim, hidden], [kv_heads*head_dim, hidden] x2
+    WeightTensor q_bias, k_bias, v_bias;    // [out] or absent
+    WeightTensor o_proj;                    // [hidden, heads*head_dim]
+    WeightTensor o_bias;                    // [hidden] or absent
+    WeightTensor q_norm, k_norm;            // [head_dim] or absent (Qwen3)
+    WeightTensor ffn_norm;                  // [hidden]
+    WeightTensor gate_proj, up_proj;        // [intermediate, hidden]
+    WeightTensor down_proj;                 // [hidden, intermediate]
+    WeightTensor gate_bias, up_bias, down_bias;  // absent unless mlp_bias
+};
+
+struct ModelWeights {
+    WeightTensor embed_tokens;              // [vocab, hidden]
+    std::vector<LayerWeights> layers;       // [num_layers]
+    WeightTensor final_norm;                // [hidden]
+    WeightTensor lm_head;                   // [vocab, hidden]; == embed_tokens when tied
+};
+
+}  // namespace hichat::model
