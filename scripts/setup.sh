@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# One command from a fresh Debian 12 machine to a built HiChat: installs every dependency from apt
+# (and the npm packages the tests use as references), then configures and builds build/ and, for the
+# sanitizer run of the test suite, build-asan/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  build-essential cmake ninja-build pkg-config git
+  nlohmann-json3-dev libpcre2-dev libsentencepiece-dev libutf8proc-dev libspdlog-dev libfmt-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  nodejs npm
+)
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+# Node from another source (e.g. nodesource) satisfies the npm/nodejs need as well.
+if command -v node >/dev/null && command -v npm >/dev/null; then
+  missing=("${missing[@]/nodejs}"); missing=("${missing[@]/npm}")
+fi
+read -r -a missing <<< "${missing[*]:-}"
+if [ "${#missing[@]}" -gt 0 ]; then
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
+fi
+
+for d in tests/node tests/node_jinja; do
+  [ -f "$d/package-lock.json" ] && npm ci --prefix "$d" --no-audit --no-fund --loglevel=error
+done
+
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
+cmake --build build
+cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DHICHAT_SANITIZE=ON
+cmake --build build-asan

@@ -1,0 +1,27 @@
+#include "executor/cpu_kv_pool.h"
+
+#include "base/check.h"
+
+namespace hichat::executor {
+
+CpuKvPool::CpuKvPool(int num_layers, int num_kv_heads, int head_dim, int num_blocks, int block_size_tokens)
+    : num_blocks_(num_blocks),
+      block_size_tokens_(block_size_tokens),
+      row_floats_(static_cast<int64_t>(num_kv_heads) * head_dim),
+      keys_(static_cast<size_t>(num_layers)),
+      values_(static_cast<size_t>(num_layers)) {
+    CHECK_GT(block_size_tokens, 0);
+    const auto floats = static_cast<size_t>(static_cast<int64_t>(num_blocks) * block_size_tokens * row_floats_);
+    for (auto& k : keys_) k.resize(floats);
+    for (auto& v : values_) v.resize(floats);
+}
+
+int64_t CpuKvPool::slot(std::span<const int32_t> block_table, int pos) const {
+    const auto index = static_cast<size_t>(pos / block_size_tokens_);
+    CHECK_LT(index, block_table.size()) << "position " << pos << " beyond the sequence's blocks";
+    const int32_t block = block_table[index];
+    CHECK(block >= 0 && block < num_blocks_) << "block " << block;
+    return static_cast<int64_t>(block) * block_size_tokens_ + pos % block_size_tokens_;
+}
+
+}  // namespace hichat::executor

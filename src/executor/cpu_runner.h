@@ -1,0 +1,59 @@
+// CpuRunner: the decoder-only transformer forward pass (Llama, Mistral, Qwen2, Qwen3) on the CPU.
+// Owns the thread pool, the paged KV pool and the activation workspaces; reads the Checkpoint's
+// weights in place. Engine (or CLI) thread only; the checkpoint must outlive it.
+#pragma once
+
+#include <vector>
+
+#include "base/thread_pool.h"
+#include "executor/cpu_kv_pool.h"
+#include "executor/forward_batch.h"
+#include "executor/model_runner.h"
+#include "model/checkpoint.h"
+
+namespace hichat::executor {
+
+struct CpuRunnerConfig {
+    int num_threads = 0;           // 0: every hardware thread
+    int num_kv_blocks = 64;        // KV pool size; see CpuKvPool::bytes_per_token for the memory
+    int kv_block_size_tokens = 16;
+};
+
+class CpuRunner final : public ModelRunner {
+public:
+    CpuRunner(const model::Checkpoint& checkpoint, const CpuRunnerConfig& config);
+
+    const model::ModelConfig& model_config() const override { return cfg_; }
+    int num_kv_blocks() const override { return kv_.num_blocks(); }
+    int kv_block_size_tokens() const override { return kv_.block_size_tokens(); }
+
+    // Runs the batch: appends each sequence's tokens to its KV blocks and writes logits
+    // [batch.num_logit_rows(), vocab] into `logits` (resized). Positions must continue each
+    // sequence's cached prefix and fit its block table (CHECKed: the scheduler guarantees it).
+    void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
+
+private:
+    struct Workspace {
+        std::vector<float> x, h, q, k, v, attn, gate, up, rows;
+        std::vector<float> seq_keys, seq_values;  // one sequence's K/V gathered from the pool
+        std::vector<int32_t> positions;
+    };
+
+    void prepare(const ForwardBatch& batch);
+    void run_layer(int layer, const ForwardBatch& batch);
+    void attention(int layer, const ForwardBatch& batch);
+    void compute_logits(const ForwardBatch& batch, std::vector<float>& logits);
+
+    const model::ModelConfig& cfg_;
+    const model::ModelWeights& weights_;
+    std::vector<float> inv_freq_;  // [head_dim / 2]
+    ThreadPool pool_;
+    CpuKvPool kv_;
+    Workspace ws_;
+};
+
+// A block table covering positions [0, num_tokens) with blocks 0, 1, 2...: for callers that run one
+// sequence alone (CLI, tests) in a runner of at least that many blocks.
+std::vector<int32_t> identity_block_table(int num_tokens, int block_size_tokens);
+
+}  // namespace hichat::executor

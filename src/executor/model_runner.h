@@ -1,0 +1,22 @@
+// ModelRunner: what the engine needs from a backend: one forward pass over a batch of sequences with
+// paged KV. CpuRunner implements it; the CUDA runner will too. Engine thread only.
+#pragma once
+
+#include <vector>
+
+#include "executor/forward_batch.h"
+#include "model/model_config.h"
+
+namespace hichat::executor {
+
+class ModelRunner {
+public:
+    virtual ~ModelRunner() = default;
+    virtual const model::ModelConfig& model_config() const = 0;
+    virtual int num_kv_blocks() const = 0;
+    virtual int kv_block_size_tokens() const = 0;
+    // Appends each sequence's tokens to its KV blocks; logits [batch.num_logit_rows(), vocab].
+    virtual void forward(const ForwardBatch& batch, std::vector<float>& logits) = 0;
+};
+
+}  // namespace hichat::executor

@@ -1,0 +1,29 @@
+#include "sampling/sampling_params.h"
+
+#include <cmath>
+#include <string>
+
+namespace hichat::sampling {
+namespace {
+
+Status check_range(const char* field, float v, float lo, float hi, bool lo_open) {
+    bool ok = std::isfinite(v) && (lo_open ? v > lo : v >= lo) && v <= hi;
+    if (ok) return ok_status();
+    return invalid_argument(std::string(field) + " must be in " + (lo_open ? "(" : "[") + std::to_string(lo) +
+                            ", " + std::to_string(hi) + "], got " + std::to_string(v));
+}
+
+}  // namespace
+
+Status SamplingParams::validate() const {
+    HICHAT_RETURN_IF_ERROR(check_range("temperature", temperature, 0.0f, 100.0f, false));
+    HICHAT_RETURN_IF_ERROR(check_range("top_p", top_p, 0.0f, 1.0f, true));
+    HICHAT_RETURN_IF_ERROR(check_range("min_p", min_p, 0.0f, 1.0f, false));
+    HICHAT_RETURN_IF_ERROR(check_range("repetition_penalty", repetition_penalty, 0.0f, 10.0f, true));
+    HICHAT_RETURN_IF_ERROR(check_range("presence_penalty", presence_penalty, -2.0f, 2.0f, false));
+    HICHAT_RETURN_IF_ERROR(check_range("frequency_penalty", frequency_penalty, -2.0f, 2.0f, false));
+    if (top_k < 0) return invalid_argument("top_k must be >= 0, got " + std::to_string(top_k));
+    return ok_status();
+}
+
+}  // namespace hichat::sampling

@@ -1,0 +1,124 @@
+#include "scheduler/scheduler.h"
+
+#include <algorithm>
+#include <string>
+
+#include "base/check.h"
+
+namespace hichat::scheduler {
+
+Status SchedulerConfig::validate() const {
+    if (max_num_seqs < 1) return invalid_argument("max_num_seqs must be >= 1");
+    if (max_num_tokens_per_step < max_num_seqs) {
+        return invalid_argument("max_num_tokens_per_step (" + std::to_string(max_num_tokens_per_step) +
+                                ") must be >= max_num_seqs (" + std::to_string(max_num_seqs) + ")");
+    }
+    if (prefill_chunk_tokens < 1) return invalid_argument("prefill_chunk_tokens must be >= 1");
+    if (!(priority_aging_per_s >= 0)) return invalid_argument("priority_aging_per_s must be >= 0");
+    return ok_status();
+}
+
+Scheduler::Scheduler(const SchedulerConfig& config, kv::BlockManager& blocks) : config_(config), blocks_(blocks) {}
+
+double Scheduler::effective_priority(const SeqState& s, std::chrono::steady_clock::time_point now) const {
+    const double waited_s = std::chrono::duration<double>(now - s.arrival).count();
+    return s.priority - config_.priority_aging_per_s * waited_s;
+}
+
+StepPlan Scheduler::schedule(const std::vector<SeqState*>& seqs, std::chrono::steady_clock::time_point now) {
+    std::vector<SeqState*> running, waiting;
+    for (SeqState* s : seqs) {
+        if (s->status == SeqStatus::kRunning) running.push_back(s);
+        if (s->status == SeqStatus::kWaiting) waiting.push_back(s);
+    }
+    std::sort(running.begin(), running.end(),
+              [](const SeqState* a, const SeqState* b) { return a->admission_order < b->admission_order; });
+    std::sort(waiting.begin(), waiting.end(), [&](const SeqState* a, const SeqState* b) {
+        double pa = effective_priority(*a, now), pb = effective_priority(*b, now);
+        return pa != pb ? pa < pb : a->arrival < b->arrival;
+    });
+    StepPlan plan;
+    int budget = config_.max_num_tokens_per_step;
+    schedule_running(running, plan, budget);
+    int num_running = 0;
+    for (const SeqState* s : running) num_running += s->status == SeqStatus::kRunning;
+    admit_waiting(waiting, num_running, plan, budget);
+    return plan;
+}
+
+// Decodes first (one token each), then continues prefills, oldest admission first.
+void Scheduler::schedule_running(std::vector<SeqState*>& running, StepPlan& plan, int& budget) {
+    for (int pass = 0; pass < 2; ++pass) {
+        const bool decode_pass = pass == 0;
+        for (SeqState* seq : running) {
+            if (seq->status != SeqStatus::kRunning || budget <= 0) continue;
+            const int remaining = seq->num_tokens - seq->num_tokens_cached;
+            CHECK_GT(remaining, 0) << "sequence " << seq->id;
+            if ((remaining == 1) != decode_pass) continue;
+            const int n = std::min({remaining, config_.prefill_chunk_tokens, budget});
+            bool have_kv = true;
+            while (!blocks_.grow(seq->blocks, seq->num_tokens_cached + n)) {
+                if (!preempt_one(running, seq, plan, budget)) {
+                    have_kv = false;
+                    break;
+                }
+            }
+            if (!have_kv) {  // nothing else to evict: this one waits, with its KV freed
+                blocks_.release(seq->blocks);
+                seq->num_tokens_cached = 0;
+                seq->status = SeqStatus::kWaiting;
+                plan.preempted.push_back(seq);
+                continue;
+            }
+            plan.chunks.push_back({seq, n});
+            budget -= n;
+        }
+    }
+}
+
+bool Scheduler::preempt_one(std::vector<SeqState*>& running, const SeqState* keep, StepPlan& plan, int& budget) {
+    SeqState* victim = nullptr;
+    for (SeqState* s : running) {
+        if (s == keep || s->status != SeqStatus::kRunning) continue;
+        // Least urgent (highest priority value), then newest.
+        if (victim == nullptr || s->priority > victim->priority ||
+            (s->priority == victim->priority && s->admission_order > victim->admission_order)) {
+            victim = s;
+        }
+    }
+    if (victim == nullptr) return false;
+    std::erase_if(plan.chunks, [&](const ScheduledChunk& c) {
+        if (c.seq == victim) budget += c.num_tokens;
+        return c.seq == victim;
+    });
+    blocks_.release(victim->blocks);
+    victim->num_tokens_cached = 0;
+    victim->status = SeqStatus::kWaiting;
+    plan.preempted.push_back(victim);
+    return true;
+}
+
+// Admits in priority order while sequences, tokens and KV allow. A sequence is admitted only with KV
+// for all its tokens plus one free block per running sequence, so that decodes rarely preempt.
+void Scheduler::admit_waiting(std::vector<SeqState*>& waiting, int num_running, StepPlan& plan, int& budget) {
+    for (SeqState* seq : waiting) {
+        if (std::find(plan.preempted.begin(), plan.preempted.end(), seq) != plan.preempted.end()) continue;
+        if (num_running >= config_.max_num_seqs || budget <= 0) break;
+        const int needed = blocks_.num_blocks_for(seq->num_tokens) - static_cast<int>(seq->blocks.blocks.size());
+        if (blocks_.num_blocks_free() - needed < num_running) break;
+        CHECK(blocks_.grow(seq->blocks, seq->num_tokens));
+        seq->status = SeqStatus::kRunning;
+        seq->admission_order = next_admission_++;
+        const int n = std::min({seq->num_tokens - seq->num_tokens_cached, config_.prefill_chunk_tokens, budget});
+        plan.chunks.push_back({seq, n});
+        budget -= n;
+        ++num_running;
+    }
+}
+
+void Scheduler::release(SeqState& seq) {
+    blocks_.release(seq.blocks);
+    seq.status = SeqStatus::kFinished;
+}
+
+}  // namespace hichat::scheduler

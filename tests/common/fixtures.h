@@ -1,0 +1,46 @@
+// Helpers for tests that read the transformers-golden fixtures under tests/fixtures/.
+#pragma once
+
+#include <cmath>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace hichat::testing {
+
+inline std::string fixture_dir(const std::string& name) { return std::string(HICHAT_FIXTURES_DIR) + "/" + name; }
+
+inline const std::vector<std::string>& fixture_names() {
+    static const std::vector<std::string> kNames = {"llama3", "llama_tied", "qwen2", "qwen3", "mistral"};
+    return kNames;
+}
+
+inline nlohmann::json read_golden(const std::string& name) {
+    std::ifstream in(fixture_dir(name) + "/golden.json");
+    return nlohmann::json::parse(in);
+}
+
+inline std::vector<float> read_floats(const std::string& path) {
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    std::vector<float> v(static_cast<size_t>(in.tellg()) / sizeof(float));
+    in.seekg(0);
+    in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(float)));
+    return v;
+}
+
+// ||a - b|| / ||b||; infinite if sizes differ or any value is not finite.
+inline double relative_error(const std::vector<float>& a, const std::vector<float>& b) {
+    if (a.size() != b.size() || b.empty()) return INFINITY;
+    double num = 0, den = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+        if (!std::isfinite(a[i])) return INFINITY;
+        double d = static_cast<double>(a[i]) - b[i];
+        num += d * d;
+        den += static_cast<double>(b[i]) * b[i];
+    }
+    return std::sqrt(num / den);
+}
+
+}  // namespace hichat::testing

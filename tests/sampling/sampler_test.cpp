@@ -1,0 +1,163 @@
+#include "sampling/sampler.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <vector>
+
+namespace hichat::sampling {
+namespace {
+
+// Logits whose softmax at temperature 1 is exactly `probs`.
+std::vector<float> logits_for(const std::vector<double>& probs) {
+    std::vector<float> l;
+    for (double p : probs) l.push_back(static_cast<float>(std::log(p)));
+    return l;
+}
+
+std::map<int32_t, int> histogram(const SamplingParams& params, const std::vector<double>& probs, int draws) {
+    Sampler sampler(params, 7);
+    std::map<int32_t, int> h;
+    for (int i = 0; i < draws; ++i) {
+        auto l = logits_for(probs);
+        h[sampler.sample(l, {}, {})]++;
+    }
+    return h;
+}
+
+TEST(Sampler, GreedyIsArgmaxWithLowestIndexOnTies) {
+    SamplingParams p;
+    p.temperature = 0;
+    Sampler s(p, 1);
+    std::vector<float> l = {0.1f, 3.0f, -1.0f, 3.0f};
+    EXPECT_EQ(s.sample(l, {}, {}), 1);
+}
+
+TEST(Sampler, FrequenciesFollowSoftmax) {
+    const std::vector<double> probs = {0.5, 0.3, 0.15, 0.05};
+    const int draws = 40000;
+    auto h = histogram(SamplingParams{}, probs, draws);
+    for (size_t t = 0; t < probs.size(); ++t) {
+        double expected = probs[t] * draws;
+        double sd = std::sqrt(draws * probs[t] * (1 - probs[t]));
+        EXPECT_NEAR(h[static_cast<int32_t>(t)], expected, 5 * sd) << "token " << t;
+    }
+}
+
+TEST(Sampler, TemperatureSharpens) {
+    SamplingParams p;
+    p.temperature = 0.5f;  // probs squared, renormalised: 0.25/0.34, 0.09/0.34, ...
+    auto h = histogram(p, {0.5, 0.3, 0.15, 0.05}, 40000);
+    double expected0 = 0.25 / (0.25 + 0.09 + 0.0225 + 0.0025) * 40000;
+    EXPECT_NEAR(h[0], expected0, 500);
+}
+
+TEST(Sampler, TopKKeepsOnlyTheKMostLikely) {
+    SamplingParams p;
+    p.top_k = 2;
+    auto h = histogram(p, {0.1, 0.5, 0.3, 0.1}, 20000);
+    EXPECT_EQ(h.count(0) + h.count(3), 0u);
+    EXPECT_NEAR(h[1] / 20000.0, 0.5 / 0.8, 0.02);
+}
+
+TEST(Sampler, TopPKeepsTheSmallestSetReachingP) {
+    SamplingParams p;
+    p.top_p = 0.7f;
+    auto h = histogram(p, {0.5, 0.3, 0.15, 0.05}, 20000);
+    EXPECT_EQ(h.count(2) + h.count(3), 0u);
+    EXPECT_GT(h[1], 0);
+    EXPECT_NEAR(h[0] / 20000.0, 0.5 / 0.8, 0.02);
+}
+
+TEST(Sampler, TopPOverALargeVocabularyFallsBackToAFullSort) {
+    // 5000 equally likely tokens: top_p 0.9 needs 4500 of them, more than the partial sort holds.
+    SamplingParams p;
+    p.top_p = 0.9f;
+    Sampler s(p, 3);
+    std::map<int32_t, int> h;
+    for (int i = 0; i < 20000; ++i) {
+        std::vector<float> l(5000, 0.0f);
+        h[s.sample(l, {}, {})]++;
+    }
+    EXPECT_GT(h.size(), 4000u);
+    for (const auto& [t, n] : h) ASSERT_LT(t, 4500) << "tokens past the top-p set must never appear";
+}
+
+TEST(Sampler, MinPDropsTokensBelowAFractionOfTheMostLikely) {
+    SamplingParams p;
+    p.min_p = 0.5f;  // threshold 0.25
+    auto h = histogram(p, {0.5, 0.3, 0.15, 0.05}, 20000);
+    EXPECT_EQ(h.count(2) + h.count(3), 0u);
+    EXPECT_GT(h[1], 0);
+}
+
+TEST(Sampler, SameSeedSameTokensDifferentSeedDifferentTokens) {
+    auto run = [](uint64_t seed) {
+        SamplingParams p;
+        p.seed = seed;
+        Sampler s(p, 999);
+        std::vector<int32_t> out;
+        for (int i = 0; i < 64; ++i) {
+            std::vector<float> l(100);
+            for (size_t j = 0; j < l.size(); ++j) l[j] = static_cast<float>(std::sin(j * 0.37 + i));
+            out.push_back(s.sample(l, {}, {}));
+        }
+        return out;
+    };
+    EXPECT_EQ(run(42), run(42));
+    EXPECT_NE(run(42), run(43));
+}
+
+TEST(Sampler, RepetitionPenaltyDividesPositiveAndMultipliesNegativeLogits) {
+    SamplingParams p;
+    p.temperature = 0;
+    p.repetition_penalty = 2.0f;
+    Sampler s(p, 1);
+    std::vector<float> l = {4.0f, 3.0f, -1.0f};
+    std::vector<int32_t> prompt = {0, 2, 0};
+    EXPECT_EQ(s.sample(l, prompt, {}), 1);  // 4 -> 2 falls below 3
+    EXPECT_FLOAT_EQ(l[0], 2.0f);            // penalised once although it appears twice
+    EXPECT_FLOAT_EQ(l[2], -2.0f);
+    EXPECT_FLOAT_EQ(l[1], 3.0f);
+}
+
+TEST(Sampler, PresenceAndFrequencyPenaltiesCountGeneratedTokensOnly) {
+    SamplingParams p;
+    p.temperature = 0;
+    p.presence_penalty = 0.5f;
+    p.frequency_penalty = 0.25f;
+    Sampler s(p, 1);
+    std::vector<float> l = {1.0f, 1.0f, 1.0f};
+    std::vector<int32_t> prompt = {2, 2, 2};
+    std::vector<int32_t> generated = {0, 0, 1};
+    s.sample(l, prompt, generated);
+    EXPECT_FLOAT_EQ(l[0], 1.0f - 0.5f - 0.5f);
+    EXPECT_FLOAT_EQ(l[1], 1.0f - 0.5f - 0.25f);
+    EXPECT_FLOAT_EQ(l[2], 1.0f);
+}
+
+TEST(SamplingParams, ValidateNamesTheField) {
+    SamplingParams p;
+    EXPECT_TRUE(p.validate().ok());
+    p.temperature = NAN;
+    EXPECT_NE(p.validate().message().find("temperature"), std::string::npos);
+    p = {};
+    p.temperature = -1;
+    EXPECT_FALSE(p.validate().ok());
+    p = {};
+    p.top_p = 0;
+    EXPECT_NE(p.validate().message().find("top_p"), std::string::npos);
+    p = {};
+    p.top_k = -3;
+    EXPECT_NE(p.validate().message().find("top_k"), std::string::npos);
+    p = {};
+    p.min_p = 1.5f;
+    EXPECT_NE(p.validate().message().find("min_p"), std::string::npos);
+    p = {};
+    p.frequency_penalty = 3;
+    EXPECT_NE(p.validate().message().find("frequency_penalty"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hichat::sampling

@@ -1,0 +1,155 @@
+#include "bench_engine_command.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_args.h"
+#include "executor/cpu_runner.h"
+#include "model/checkpoint.h"
+#include "sampling/rng.h"
+#include "sampling/sampler.h"
+
+namespace hichat::tools {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct BenchOptions {
+    std::string model_dir;
+    int input_len = 128, output_len = 32, batch = 1, num_threads = 0, repeat = 3;
+};
+
+struct RunTimes {
+    double prefill_s = 0, decode_s = 0;
+};
+
+Result<BenchOptions> parse_options(const std::vector<std::string>& args) {
+    auto flags = CliArgs::parse(args, {"model", "input-len", "output-len", "batch", "threads", "repeat"}, {});
+    HICHAT_RETURN_IF_ERROR(flags.status());
+    BenchOptions o;
+    auto dir = flags->required("model");
+    auto input_len = flags->get_int("input-len", 128, 1, 1 << 20);
+    auto output_len = flags->get_int("output-len", 32, 1, 1 << 20);
+    auto batch = flags->get_int("batch", 1, 1, 4096);
+    auto threads = flags->get_int("threads", 0, 0, 1024);
+    auto repeat = flags->get_int("repeat", 3, 1, 100);
+    for (const Status* s : {&dir.status(), &input_len.status(), &output_len.status(), &batch.status(),
+                            &threads.status(), &repeat.status()}) {
+        HICHAT_RETURN_IF_ERROR(*s);
+    }
+    o.model_dir = *dir;
+    o.input_len = static_cast<int>(*input_len);
+    o.output_len = static_cast<int>(*output_len);
+    o.batch = static_cast<int>(*batch);
+    o.num_threads = static_cast<int>(*threads);
+    o.repeat = static_cast<int>(*repeat);
+    return o;
+}
+
+// Sequence b owns blocks [b * blocks_per_seq, (b + 1) * blocks_per_seq).
+std::vector<std::vector<int32_t>> block_tables(const BenchOptions& o, int blocks_per_seq) {
+    std::vector<std::vector<int32_t>> tables(static_cast<size_t>(o.batch));
+    for (int b = 0; b < o.batch; ++b) {
+        for (int i = 0; i < blocks_per_seq; ++i) tables[static_cast<size_t>(b)].push_back(b * blocks_per_seq + i);
+    }
+    return tables;
+}
+
+RunTimes run_once(executor::CpuRunner& runner, const BenchOptions& o, int vocab, uint64_t seed) {
+    sampling::Rng rng(seed);
+    std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(o.batch));
+    for (auto& p : prompts) {
+        for (int i = 0; i < o.input_len; ++i) p.push_back(static_cast<int32_t>(rng.next_u64() % vocab));
+    }
+    const size_t vocab_size = static_cast<size_t>(vocab);
+    std::vector<float> logits;
+    std::vector<int32_t> next(static_cast<size_t>(o.batch));
+    const int context = o.input_len + o.output_len;
+    const int blocks_per_seq = (context + runner.kv_block_size_tokens() - 1) / runner.kv_block_size_tokens();
+    const auto tables = block_tables(o, blocks_per_seq);
+    executor::ForwardBatch batch;
+    for (int b = 0; b < o.batch; ++b) {
+        batch.seqs.push_back({.block_table = tables[static_cast<size_t>(b)], .pos0 = 0, .tokens = prompts[b]});
+    }
+
+    RunTimes t;
+    auto t0 = Clock::now();
+    runner.forward(batch, logits);
+    t.prefill_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    auto t1 = Clock::now();
+    for (int step = 1; step < o.output_len; ++step) {
+        for (int b = 0; b < o.batch; ++b) {
+            auto row = std::span<const float>(logits).subspan(static_cast<size_t>(b) * vocab_size, vocab_size);
+            next[static_cast<size_t>(b)] = sampling::argmax(row);
+            batch.seqs[b].pos0 = o.input_len + step - 1;
+            batch.seqs[b].tokens = std::span<const int32_t>(&next[static_cast<size_t>(b)], 1);
+        }
+        runner.forward(batch, logits);
+    }
+    t.decode_s = std::chrono::duration<double>(Clock::now() - t1).count();
+    return t;
+}
+
+double median(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+}
+
+Status run(const std::vector<std::string>& args) {
+    auto opts = parse_options(args);
+    HICHAT_RETURN_IF_ERROR(opts.status());
+    auto checkpoint = model::Checkpoint::open(opts->model_dir);
+    HICHAT_RETURN_IF_ERROR(checkpoint.status());
+    const model::ModelConfig& cfg = (*checkpoint)->config();
+    const int context = opts->input_len + opts->output_len;
+    if (context > cfg.max_position_embeddings) return invalid_argument("--input-len + --output-len exceed the context");
+    const executor::CpuRunnerConfig defaults;
+    const int blocks_per_seq = (context + defaults.kv_block_size_tokens - 1) / defaults.kv_block_size_tokens;
+    executor::CpuRunner runner(**checkpoint, {.num_threads = opts->num_threads,
+                                              .num_kv_blocks = blocks_per_seq * opts->batch});
+    std::vector<double> prefill, decode;
+    for (int r = 0; r < opts->repeat; ++r) {
+        RunTimes t = run_once(runner, *opts, cfg.vocab_size, 1234 + static_cast<uint64_t>(r));
+        prefill.push_back(t.prefill_s);
+        decode.push_back(t.decode_s);
+    }
+    const double prefill_s = median(prefill), decode_s = median(decode);
+    const double decode_steps = std::max(1, opts->output_len - 1);
+    const double total_out = static_cast<double>(opts->batch) * opts->output_len;
+    nlohmann::json line = {
+        {"engine", "hichat-cpu"},
+        {"model", opts->model_dir},
+        {"threads", opts->num_threads > 0 ? opts->num_threads : static_cast<int>(std::thread::hardware_concurrency())},
+        {"batch", opts->batch},
+        {"prompt_len", opts->input_len},
+        {"output_len", opts->output_len},
+        {"prefill_tok_s", opts->batch * opts->input_len / prefill_s},
+        {"ttft_ms", prefill_s * 1e3},
+        {"ms_per_token", decode_s / decode_steps * 1e3},
+        {"decode_tok_s", opts->batch * decode_steps / decode_s},
+        {"output_tok_s", total_out / (prefill_s + decode_s)},
+        {"repeat", opts->repeat},
+    };
+    std::printf("%-8s %-8s %-8s %-14s %-14s %-14s\n", "batch", "prompt", "output", "prefill tok/s", "ms/step",
+                "output tok/s");
+    std::printf("%-8d %-8d %-8d %-14.1f %-14.2f %-14.2f\n", opts->batch, opts->input_len, opts->output_len,
+                line["prefill_tok_s"].get<double>(), line["ms_per_token"].get<double>(),
+                line["output_tok_s"].get<double>());
+    std::printf("%s\n", line.dump().c_str());
+    return ok_status();
+}
+
+}  // namespace
+
+int bench_engine_main(const std::vector<std::string>& args) {
+    Status s = run(args);
+    if (s.ok()) return 0;
+    std::fprintf(stderr, "hichat bench engine: %s\n", s.message().c_str());
+    return 2;
+}
+
+}  // namespace hichat::tools

@@ -1,0 +1,136 @@
+#include "generate_command.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+
+#include "cli_args.h"
+#include "executor/cpu_runner.h"
+#include "model/checkpoint.h"
+#include "sampling/sampler.h"
+#include "stop_tokens.h"
+#include "tokenizer/tokenizer.h"
+
+namespace hichat::tools {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct GenerateOptions {
+    std::string model_dir;
+    std::string prompt;
+    int max_tokens = 128;
+    int num_threads = 0;
+    bool ignore_eos = false;
+    sampling::SamplingParams sampling;
+};
+
+Result<GenerateOptions> parse_options(const std::vector<std::string>& args) {
+    auto flags = CliArgs::parse(args,
+                                {"model", "prompt", "max-tokens", "temperature", "top-p", "top-k", "min-p",
+                                 "repetition-penalty", "seed", "threads"},
+                                {"ignore-eos"});
+    HICHAT_RETURN_IF_ERROR(flags.status());
+    GenerateOptions o;
+    auto dir = flags->required("model");
+    HICHAT_RETURN_IF_ERROR(dir.status());
+    o.model_dir = *dir;
+    if (!flags->has("prompt")) return invalid_argument("--prompt is required");
+    o.prompt = flags->get("prompt", "");
+    auto max_tokens = flags->get_int("max-tokens", 128, 1, 1 << 20);
+    auto threads = flags->get_int("threads", 0, 0, 1024);
+    auto temperature = flags->get_double("temperature", 1.0, 0.0, 100.0);
+    auto top_p = flags->get_double("top-p", 1.0, 0.0, 1.0);
+    auto top_k = flags->get_int("top-k", 0, 0, 1 << 30);
+    auto min_p = flags->get_double("min-p", 0.0, 0.0, 1.0);
+    auto repetition = flags->get_double("repetition-penalty", 1.0, 0.0, 10.0);
+    auto seed = flags->get_optional_u64("seed");
+    for (const Status* s : {&max_tokens.status(), &threads.status(), &temperature.status(), &top_p.status(),
+                            &top_k.status(), &min_p.status(), &repetition.status(), &seed.status()}) {
+        HICHAT_RETURN_IF_ERROR(*s);
+    }
+    o.max_tokens = static_cast<int>(*max_tokens);
+    o.num_threads = static_cast<int>(*threads);
+    o.ignore_eos = flags->has("ignore-eos");
+    o.sampling.temperature = static_cast<float>(*temperature);
+    o.sampling.top_p = static_cast<float>(*top_p);
+    o.sampling.top_k = static_cast<int>(*top_k);
+    o.sampling.min_p = static_cast<float>(*min_p);
+    o.sampling.repetition_penalty = static_cast<float>(*repetition);
+    o.sampling.seed = *seed;
+    HICHAT_RETURN_IF_ERROR(o.sampling.validate());
+    return o;
+}
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+Status run(const std::vector<std::string>& args) {
+    auto opts = parse_options(args);
+    HICHAT_RETURN_IF_ERROR(opts.status());
+    auto checkpoint = model::Checkpoint::open(opts->model_dir);
+    HICHAT_RETURN_IF_ERROR(checkpoint.status());
+    auto tok = tokenizer::Tokenizer::load(opts->model_dir);
+    HICHAT_RETURN_IF_ERROR(tok.status());
+    const model::ModelConfig& cfg = (*checkpoint)->config();
+
+    std::vector<int32_t> prompt = (*tok)->encode(opts->prompt);
+    if (prompt.empty()) return invalid_argument("--prompt: the prompt encodes to no tokens");
+    const int64_t total = static_cast<int64_t>(prompt.size()) + opts->max_tokens;
+    if (total > cfg.max_position_embeddings) {
+        return invalid_argument("--max-tokens: prompt (" + std::to_string(prompt.size()) + " tokens) + " +
+                                std::to_string(opts->max_tokens) + " exceeds the model's context of " +
+                                std::to_string(cfg.max_position_embeddings));
+    }
+    std::vector<int32_t> stop_ids = opts->ignore_eos ? std::vector<int32_t>{}
+                                                     : stop_token_ids(opts->model_dir, cfg, **tok);
+
+    const executor::CpuRunnerConfig defaults;
+    const auto table = executor::identity_block_table(static_cast<int>(total), defaults.kv_block_size_tokens);
+    executor::CpuRunner runner(**checkpoint, {.num_threads = opts->num_threads,
+                                              .num_kv_blocks = static_cast<int>(table.size())});
+    sampling::Sampler sampler(opts->sampling, static_cast<uint64_t>(Clock::now().time_since_epoch().count()));
+    tokenizer::StreamingDetokenizer detok(**tok);
+    std::vector<int32_t> generated;
+    std::vector<float> logits;
+
+    auto t0 = Clock::now();
+    executor::ForwardBatch batch;
+    batch.seqs.push_back({.block_table = table, .pos0 = 0, .tokens = prompt, .all_logits = false});
+    runner.forward(batch, logits);
+    const double prefill_s = seconds_since(t0);
+
+    auto t1 = Clock::now();
+    int num_decode_steps = 0;
+    for (;;) {
+        int32_t next = sampler.sample(logits, prompt, generated);
+        if (std::find(stop_ids.begin(), stop_ids.end(), next) != stop_ids.end()) break;
+        generated.push_back(next);
+        std::string delta = detok.push(next);
+        std::fwrite(delta.data(), 1, delta.size(), stdout);
+        std::fflush(stdout);
+        if (static_cast<int>(generated.size()) >= opts->max_tokens) break;
+        batch.seqs[0].pos0 = static_cast<int32_t>(prompt.size() + generated.size() - 1);
+        batch.seqs[0].tokens = std::span<const int32_t>(&generated.back(), 1);
+        runner.forward(batch, logits);
+        ++num_decode_steps;
+    }
+    const double decode_s = seconds_since(t1);
+    std::string rest = detok.flush();
+    std::fwrite(rest.data(), 1, rest.size(), stdout);
+    std::fputc('\n', stdout);
+    std::fprintf(stderr, "prompt: %zu tokens, %.2f tokens/s; generation: %zu tokens, %.2f tokens/s\n",
+                 prompt.size(), static_cast<double>(prompt.size()) / prefill_s, generated.size(),
+                 num_decode_steps > 0 ? num_decode_steps / decode_s : 0.0);
+    return ok_status();
+}
+
+}  // namespace
+
+int generate_main(const std::vector<std::string>& args) {
+    Status s = run(args);
+    if (s.ok()) return 0;
+    std::fprintf(stderr, "hichat generate: %s\n", s.message().c_str());
+    return 2;
+}
+
+}  // namespace hichat::tools

@@ -1,0 +1,82 @@
+#include "score_command.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "cli_args.h"
+#include "executor/cpu_runner.h"
+#include "model/checkpoint.h"
+
+namespace hichat::tools {
+namespace {
+
+Result<std::vector<int32_t>> parse_ids(const std::string& text, int vocab_size) {
+    std::vector<int32_t> ids;
+    std::stringstream ss(text);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+        char* end = nullptr;
+        long v = std::strtol(item.c_str(), &end, 10);
+        if (item.empty() || *end != '\0' || v < 0 || v >= vocab_size) {
+            return invalid_argument("--ids: '" + item + "' is not a token id in [0, " + std::to_string(vocab_size) +
+                                    ")");
+        }
+        ids.push_back(static_cast<int32_t>(v));
+    }
+    if (ids.empty()) return invalid_argument("--ids: no token ids given");
+    return ids;
+}
+
+Status write_floats(const std::string& path, const std::vector<float>& values) {
+    std::ofstream out(path, std::ios::binary);
+    if (!out) return invalid_argument(path + ": cannot open for writing");
+    static_assert(std::endian::native == std::endian::little, "logits are written little-endian");
+    out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * 4));
+    if (!out) return invalid_argument(path + ": write failed");
+    return ok_status();
+}
+
+Status run(const std::vector<std::string>& args) {
+    auto flags = CliArgs::parse(args, {"model", "ids", "out", "threads"}, {});
+    HICHAT_RETURN_IF_ERROR(flags.status());
+    auto dir = flags->required("model");
+    HICHAT_RETURN_IF_ERROR(dir.status());
+    auto ids_text = flags->required("ids");
+    HICHAT_RETURN_IF_ERROR(ids_text.status());
+    auto out_path = flags->required("out");
+    HICHAT_RETURN_IF_ERROR(out_path.status());
+    auto threads = flags->get_int("threads", 0, 0, 1024);
+    HICHAT_RETURN_IF_ERROR(threads.status());
+
+    auto checkpoint = model::Checkpoint::open(*dir);
+    HICHAT_RETURN_IF_ERROR(checkpoint.status());
+    const model::ModelConfig& cfg = (*checkpoint)->config();
+    auto ids = parse_ids(*ids_text, cfg.vocab_size);
+    HICHAT_RETURN_IF_ERROR(ids.status());
+    const int num_ids = static_cast<int>(ids->size());
+    if (num_ids > cfg.max_position_embeddings) {
+        return invalid_argument("--ids: " + std::to_string(num_ids) + " ids exceed the model's context of " +
+                                std::to_string(cfg.max_position_embeddings));
+    }
+    const executor::CpuRunnerConfig runner_cfg{.num_threads = static_cast<int>(*threads)};
+    const auto table = executor::identity_block_table(num_ids, runner_cfg.kv_block_size_tokens);
+    executor::CpuRunner runner(**checkpoint, {.num_threads = runner_cfg.num_threads,
+                                              .num_kv_blocks = static_cast<int>(table.size())});
+    executor::ForwardBatch batch;
+    batch.seqs.push_back({.block_table = table, .pos0 = 0, .tokens = *ids, .all_logits = true});
+    std::vector<float> logits;
+    runner.forward(batch, logits);
+    return write_floats(*out_path, logits);
+}
+
+}  // namespace
+
+int score_main(const std::vector<std::string>& args) {
+    Status s = run(args);
+    if (s.ok()) return 0;
+    std::fprintf(stderr, "hichat score: %s\n", s.message().c_str());
+    return 2;
+}
+
+}  // namespace hichat::tools
