@@ -1,0 +1,271 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "base/check.h"
+#include "engine/request_queue.h"
+#include "engine/sequence.h"
+#include "kv/block_manager.h"
+
+namespace hichat::engine {
+
+Status EngineConfig::validate() const {
+    HICHAT_RETURN_IF_ERROR(scheduler.validate());
+    if (max_waiting < 1) return invalid_argument("max_waiting must be >= 1");
+    return ok_status();
+}
+
+class Engine::Impl {
+public:
+    Impl(std::unique_ptr<executor::ModelRunner> runner, const tokenizer::Tokenizer& tokenizer,
+         const EngineConfig& config)
+        : runner_(std::move(runner)),
+          tokenizer_(tokenizer),
+          config_(config),
+          blocks_(runner_->num_kv_blocks(), runner_->kv_block_size_tokens()),
+          scheduler_(config.scheduler, blocks_),
+          queue_(static_cast<size_t>(config.max_waiting)) {
+        publish_stats();
+        thread_ = std::thread([this] { loop(); });
+    }
+
+    ~Impl() {
+        stopping_ = true;
+        queue_.stop();
+        if (thread_.joinable()) thread_.join();
+    }
+
+    Admission submit(Request request) {
+        if (stopping_ || draining_) return Admission::kStopped;
+        if (num_waiting_.load() + static_cast<int>(queue_.size()) >= config_.max_waiting) return Admission::kQueueFull;
+        return queue_.push(std::move(request)) ? Admission::kAccepted : Admission::kQueueFull;
+    }
+    void cancel(RequestId id) { queue_.cancel(id); }
+    EngineStats stats() const {
+        std::lock_guard<std::mutex> lock(stats_mu_);
+        return stats_;
+    }
+    int max_context_tokens() const {
+        return std::min(runner_->model_config().max_position_embeddings,
+                        runner_->num_kv_blocks() * runner_->kv_block_size_tokens());
+    }
+    const model::ModelConfig& model_config() const { return runner_->model_config(); }
+    void drain_and_stop() {
+        draining_ = true;
+        queue_.stop();
+        if (thread_.joinable()) thread_.join();
+    }
+
+private:
+    void loop();
+    void step();
+    void admit_new_requests();
+    void apply_cancellations_and_deadlines();
+    executor::ForwardBatch build_batch(const scheduler::StepPlan& plan);
+    void commit(const scheduler::StepPlan& plan);
+    void on_token(Sequence& seq, int32_t token);
+    void emit(Sequence& seq, std::vector<int32_t> token_ids, std::string text, FinishReason finish);
+    void finish(Sequence& seq, FinishReason reason, std::vector<int32_t> token_ids, std::string text);
+    void remove_finished();
+    void publish_stats();
+
+    std::unique_ptr<executor::ModelRunner> runner_;
+    const tokenizer::Tokenizer& tokenizer_;
+    EngineConfig config_;
+    kv::BlockManager blocks_;
+    scheduler::Scheduler scheduler_;
+    RequestQueue queue_;
+    std::thread thread_;
+    std::atomic<bool> stopping_{false}, draining_{false};
+    std::atomic<int> num_waiting_{0};
+
+    // Engine thread only.
+    std::vector<std::unique_ptr<Sequence>> seqs_;
+    std::unordered_map<uint64_t, Sequence*> by_id_;
+    std::vector<float> logits_;
+    int64_t num_steps_ = 0, num_preemptions_ = 0;
+
+    mutable std::mutex stats_mu_;
+    EngineStats stats_;
+};
+
+void Engine::Impl::loop() {
+    while (!stopping_) {
+        if (draining_ && seqs_.empty() && queue_.size() == 0) break;
+        step();
+    }
+    for (auto& seq : seqs_) finish(*seq, FinishReason::kCancelled, {}, {});
+    remove_finished();
+    publish_stats();
+}
+
+// One iteration: take new work, plan, run the model, sample and stream.
+void Engine::Impl::step() {
+    admit_new_requests();
+    apply_cancellations_and_deadlines();
+    std::vector<scheduler::SeqState*> states;
+    for (auto& seq : seqs_) states.push_back(&seq->state);
+    scheduler::StepPlan plan = scheduler_.schedule(states, Clock::now());
+    num_preemptions_ += static_cast<int64_t>(plan.preempted.size());
+    if (plan.empty()) {
+        publish_stats();
+        queue_.wait(std::chrono::milliseconds(20));
+        return;
+    }
+    executor::ForwardBatch batch = build_batch(plan);
+    runner_->forward(batch, logits_);
+    ++num_steps_;
+    commit(plan);
+    remove_finished();
+    publish_stats();
+}
+
+void Engine::Impl::admit_new_requests() {
+    std::vector<Request> requests;
+    std::vector<RequestId> cancelled;
+    queue_.drain(requests, cancelled);
+    for (Request& r : requests) {
+        auto seq = std::make_unique<Sequence>(std::move(r), tokenizer_, config_.output_deny_list);
+        const int limit = max_context_tokens();
+        // The API validates lengths; a request that still cannot fit ends at once instead of waiting forever.
+        if (seq->num_prompt_tokens() == 0 || seq->num_prompt_tokens() >= limit) {
+            by_id_[seq->state.id] = seq.get();
+            finish(*seq, FinishReason::kLength, {}, {});
+            seqs_.push_back(std::move(seq));
+            continue;
+        }
+        by_id_[seq->state.id] = seq.get();
+        seqs_.push_back(std::move(seq));
+    }
+    // After adding: a cancel may refer to a request drained in the same batch.
+    for (RequestId id : cancelled) {
+        if (auto it = by_id_.find(id.value); it != by_id_.end()) finish(*it->second, FinishReason::kCancelled, {}, {});
+    }
+}
+
+void Engine::Impl::apply_cancellations_and_deadlines() {
+    const auto now = Clock::now();
+    for (auto& seq : seqs_) {
+        if (seq->state.status != scheduler::SeqStatus::kFinished && now >= seq->request.deadline) {
+            finish(*seq, FinishReason::kDeadline, {}, {});
+        }
+    }
+    remove_finished();
+}
+
+executor::ForwardBatch Engine::Impl::build_batch(const scheduler::StepPlan& plan) {
+    executor::ForwardBatch batch;
+    for (const auto& chunk : plan.chunks) {
+        Sequence& seq = *by_id_.at(chunk.seq->id);
+        const auto begin = static_cast<size_t>(seq.state.num_tokens_cached);
+        batch.seqs.push_back({.block_table = seq.state.blocks.blocks,
+                              .pos0 = seq.state.num_tokens_cached,
+                              .tokens = std::span<const int32_t>(seq.tokens).subspan(begin, chunk.num_tokens),
+                              .all_logits = false});
+    }
+    return batch;
+}
+
+void Engine::Impl::commit(const scheduler::StepPlan& plan) {
+    const auto vocab = static_cast<size_t>(runner_->model_config().vocab_size);
+    for (size_t i = 0; i < plan.chunks.size(); ++i) {
+        const auto& chunk = plan.chunks[i];
+        Sequence& seq = *by_id_.at(chunk.seq->id);
+        const bool samples = chunk.samples();
+        seq.state.num_tokens_cached += chunk.num_tokens;
+        if (!samples || seq.state.status == scheduler::SeqStatus::kFinished) continue;
+        std::span<float> row(logits_.data() + i * vocab, vocab);
+        on_token(seq, seq.sampler.sample(row, seq.request.prompt, seq.generated()));
+    }
+}
+
+void Engine::Impl::on_token(Sequence& seq, int32_t token) {
+    if (seq.first_token_time == Clock::time_point{}) seq.first_token_time = Clock::now();
+    const auto& stop_ids = seq.request.stop_token_ids;
+    if (std::find(stop_ids.begin(), stop_ids.end(), token) != stop_ids.end()) {
+        finish(seq, FinishReason::kStop, {}, {});
+        return;
+    }
+    seq.tokens.push_back(token);
+    seq.state.num_tokens++;
+    bool stopped = false, filtered = false;
+    std::string text = seq.stop_matcher.push(seq.detokenizer.push(token), stopped);
+    text = seq.filter_matcher.push(text, filtered);
+    if (filtered) return finish(seq, FinishReason::kContentFilter, {token}, std::move(text));
+    if (stopped) return finish(seq, FinishReason::kStop, {token}, std::move(text));
+    if (seq.num_generated_tokens() >= seq.request.max_tokens || seq.state.num_tokens >= max_context_tokens()) {
+        return finish(seq, FinishReason::kLength, {token}, std::move(text));
+    }
+    emit(seq, {token}, std::move(text), FinishReason::kNone);
+}
+
+void Engine::Impl::emit(Sequence& seq, std::vector<int32_t> token_ids, std::string text, FinishReason finish) {
+    TokenEvent ev;
+    ev.token_ids = std::move(token_ids);
+    ev.text = std::move(text);
+    ev.finish = finish;
+    ev.num_prompt_tokens = seq.num_prompt_tokens();
+    ev.num_generated_tokens = seq.num_generated_tokens();
+    if (seq.first_token_time != Clock::time_point{}) {
+        ev.ttft_ms = std::chrono::duration<double, std::milli>(seq.first_token_time - seq.request.arrival).count();
+    }
+    if (seq.request.sink) seq.request.sink->on_event(std::move(ev));
+}
+
+// Ends a sequence: natural ends (stop token, length) flush the held-back text through the matchers,
+// which may still find a stop string or a filtered phrase in it.
+void Engine::Impl::finish(Sequence& seq, FinishReason reason, std::vector<int32_t> token_ids, std::string text) {
+    if (seq.state.status == scheduler::SeqStatus::kFinished) return;
+    if (reason == FinishReason::kStop || reason == FinishReason::kLength) {
+        bool stopped = false, filtered = false;
+        std::string tail = seq.stop_matcher.push(seq.detokenizer.flush(), stopped);
+        if (!stopped) tail += seq.stop_matcher.flush();
+        std::string out = seq.filter_matcher.push(tail, filtered);
+        if (!filtered) out += seq.filter_matcher.flush();
+        text += out;
+        if (filtered) reason = FinishReason::kContentFilter;
+        else if (stopped) reason = FinishReason::kStop;
+    }
+    scheduler_.release(seq.state);
+    emit(seq, std::move(token_ids), std::move(text), reason);
+}
+
+void Engine::Impl::remove_finished() {
+    std::erase_if(seqs_, [&](const std::unique_ptr<Sequence>& s) {
+        if (s->state.status != scheduler::SeqStatus::kFinished) return false;
+        by_id_.erase(s->state.id);
+        return true;
+    });
+}
+
+void Engine::Impl::publish_stats() {
+    EngineStats s;
+    for (const auto& seq : seqs_) {
+        s.num_waiting += seq->state.status == scheduler::SeqStatus::kWaiting;
+        s.num_running += seq->state.status == scheduler::SeqStatus::kRunning;
+    }
+    s.num_kv_blocks_used = blocks_.num_blocks_used();
+    s.num_kv_blocks_free = blocks_.num_blocks_free();
+    s.num_steps = num_steps_;
+    s.num_preemptions = num_preemptions_;
+    num_waiting_ = s.num_waiting;
+    std::lock_guard<std::mutex> lock(stats_mu_);
+    stats_ = s;
+}
+
+Engine::Engine(std::unique_ptr<executor::ModelRunner> runner, const tokenizer::Tokenizer& tokenizer,
+               const EngineConfig& config)
+    : impl_(std::make_unique<Impl>(std::move(runner), tokenizer, config)) {}
+Engine::~Engine() = default;
+Engine::Admission Engine::submit(Request request) { return impl_->submit(std::move(request)); }
+void Engine::cancel(RequestId id) { impl_->cancel(id); }
+EngineStats Engine::stats() const { return impl_->stats(); }
+int Engine::max_context_tokens() const { return impl_->max_context_tokens(); }
+const model::ModelConfig& Engine::model_config() const { return impl_->model_config(); }
+void Engine::drain_and_stop() { impl_->drain_and_stop(); }
+
+}  // namespace hichat::engine

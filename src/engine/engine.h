@@ -1,0 +1,60 @@
+// Engine: owns the engine thread, which alone touches sequences, the scheduler and the KV bookkeeping,
+// and drives a ModelRunner step by step (continuous batching). Other threads use submit(), cancel()
+// and stats() only; results flow back through each request's TokenSink.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/request.h"
+#include "executor/model_runner.h"
+#include "scheduler/scheduler.h"
+#include "tokenizer/tokenizer.h"
+
+namespace hichat::engine {
+
+struct EngineConfig {
+    scheduler::SchedulerConfig scheduler;
+    int max_waiting = 1024;                 // queued requests beyond this are refused (429)
+    std::vector<std::string> output_deny_list;  // phrases that stop generation (content_filter)
+
+    Status validate() const;
+};
+
+// A consistent-enough snapshot for /metrics; any thread.
+struct EngineStats {
+    int num_waiting = 0;
+    int num_running = 0;
+    int num_kv_blocks_used = 0;
+    int num_kv_blocks_free = 0;
+    int64_t num_steps = 0;
+    int64_t num_preemptions = 0;
+};
+
+class Engine {
+public:
+    // Starts the engine thread. The tokenizer must outlive the engine.
+    Engine(std::unique_ptr<executor::ModelRunner> runner, const tokenizer::Tokenizer& tokenizer,
+           const EngineConfig& config);
+    ~Engine();  // finishes every request with kCancelled and joins the thread
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+
+    enum class Admission { kAccepted, kQueueFull, kStopped };
+    // Any thread. The request must fit: prompt + max_tokens <= max_context_tokens().
+    Admission submit(Request request);
+    void cancel(RequestId id);
+    EngineStats stats() const;
+    // Longest prompt + generation one request may use (model context and KV pool).
+    int max_context_tokens() const;
+    const model::ModelConfig& model_config() const;
+    // Stops taking requests, lets running ones finish, then returns (any thread).
+    void drain_and_stop();
+
+private:
+    class Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hichat::engine

@@ -1,0 +1,63 @@
+// What the API layer hands the engine (Request) and what flows back (TokenEvent through a TokenSink).
+// Nothing here knows about HTTP or JSON.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sampling/sampling_params.h"
+
+namespace hichat::engine {
+
+using Clock = std::chrono::steady_clock;
+
+struct RequestId {
+    uint64_t value = 0;
+    friend bool operator==(RequestId a, RequestId b) { return a.value == b.value; }
+};
+
+enum class FinishReason {
+    kNone,           // still running
+    kStop,           // EOS token or a stop string
+    kLength,         // max_tokens or the context is full
+    kContentFilter,  // the output filter matched
+    kCancelled,      // the client went away or cancelled
+    kDeadline,       // the request's deadline passed
+};
+const char* finish_reason_name(FinishReason r);  // "stop", "length", "content_filter", ...
+
+// One step's news for one request. Emitted on the engine thread, in order; the last has finish set.
+struct TokenEvent {
+    std::vector<int32_t> token_ids;  // tokens generated this step (usually one)
+    std::string text;                // text now safe to show (complete UTF-8, no pending stop-string prefix)
+    FinishReason finish = FinishReason::kNone;
+    int num_prompt_tokens = 0;
+    int num_generated_tokens = 0;    // so far, including token_ids
+    double ttft_ms = 0;              // arrival to first token; set once a token exists
+};
+
+// Receives one request's events. Called on the engine thread only: implementations must not block
+// (hand the event to an I/O thread). Owned jointly by the API handler and the engine (shared_ptr).
+class TokenSink {
+public:
+    virtual ~TokenSink() = default;
+    virtual void on_event(TokenEvent event) = 0;
+};
+
+struct Request {
+    RequestId id;
+    std::vector<int32_t> prompt;             // [num_prompt_tokens], already templated and tokenized
+    sampling::SamplingParams sampling;
+    int max_tokens = 16;                     // generated tokens at most (>= 1)
+    std::vector<std::string> stop;           // stop strings; never part of the output
+    std::vector<int32_t> stop_token_ids;     // EOS and friends; not part of the output
+    int priority = 0;                        // lower runs first (vLLM convention); ages with waiting time
+    Clock::time_point arrival = Clock::now();
+    Clock::time_point deadline = Clock::time_point::max();
+    std::shared_ptr<TokenSink> sink;
+};
+
+}  // namespace hichat::engine

@@ -1,0 +1,46 @@
+// Sequence: one request inside the engine: its tokens, scheduling state, sampler, detokenizer and
+// output matchers. Created and destroyed by the engine thread; engine thread only.
+#pragma once
+
+#include <vector>
+
+#include "engine/request.h"
+#include "engine/text_matcher.h"
+#include "sampling/sampler.h"
+#include "scheduler/seq_state.h"
+#include "tokenizer/streaming_detokenizer.h"
+
+namespace hichat::engine {
+
+struct Sequence {
+    Sequence(Request r, const tokenizer::Tokenizer& tok, const std::vector<std::string>& deny_list)
+        : request(std::move(r)),
+          tokens(request.prompt),
+          sampler(request.sampling, request.id.value * 0x9e3779b97f4a7c15ull ^
+                                        static_cast<uint64_t>(request.arrival.time_since_epoch().count())),
+          detokenizer(tok, /*skip_special_tokens=*/true),
+          stop_matcher(request.stop, /*case_insensitive=*/false),
+          filter_matcher(deny_list, /*case_insensitive=*/true) {
+        state.id = request.id.value;
+        state.priority = request.priority;
+        state.arrival = request.arrival;
+        state.num_tokens = static_cast<int>(tokens.size());
+    }
+
+    int num_prompt_tokens() const { return static_cast<int>(request.prompt.size()); }
+    int num_generated_tokens() const { return static_cast<int>(tokens.size()) - num_prompt_tokens(); }
+    std::span<const int32_t> generated() const {
+        return std::span<const int32_t>(tokens).subspan(request.prompt.size());
+    }
+
+    Request request;
+    scheduler::SeqState state;
+    std::vector<int32_t> tokens;  // [num_tokens] prompt then generated
+    sampling::Sampler sampler;
+    tokenizer::StreamingDetokenizer detokenizer;
+    TextMatcher stop_matcher;     // stop strings
+    TextMatcher filter_matcher;   // output deny-list
+    Clock::time_point first_token_time{};
+};
+
+}  // namespace hichat::engine

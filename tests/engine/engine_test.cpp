@@ -1,0 +1,275 @@
+// The engine loop on a tiny fixture model: continuous batching gives each request the tokens it
+// would get alone; stop strings, limits, cancellation, deadlines, preemption and queue bounds.
+#include "engine/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include "common/fixtures.h"
+#include "executor/cpu_runner.h"
+#include "model/checkpoint.h"
+
+namespace hichat::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Collects one request's events; wait() blocks until the final one.
+class CollectingSink : public TokenSink {
+public:
+    void on_event(TokenEvent ev) override {
+        std::lock_guard<std::mutex> lock(mu_);
+        tokens.insert(tokens.end(), ev.token_ids.begin(), ev.token_ids.end());
+        text += ev.text;
+        ++num_events;
+        if (ev.finish != FinishReason::kNone) {
+            finish = ev.finish;
+            num_generated = ev.num_generated_tokens;
+            done_ = true;
+            cv_.notify_all();
+        }
+    }
+    bool wait(std::chrono::seconds timeout = std::chrono::seconds(60)) {
+        std::unique_lock<std::mutex> lock(mu_);
+        return cv_.wait_for(lock, timeout, [&] { return done_; });
+    }
+    std::vector<int32_t> tokens;
+    std::string text;
+    FinishReason finish = FinishReason::kNone;
+    int num_generated = 0, num_events = 0;
+
+private:
+    std::mutex mu_;
+    std::condition_variable cv_;
+    bool done_ = false;
+};
+
+// Stats are published after each step, so they may trail the final event by one step.
+int kv_blocks_used_when_settled(const Engine& engine) {
+    for (int i = 0; i < 200 && engine.stats().num_kv_blocks_used != 0; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return engine.stats().num_kv_blocks_used;
+}
+
+class EngineTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        auto ckpt = model::Checkpoint::open(testing::fixture_dir("llama3"));
+        ASSERT_TRUE(ckpt.ok()) << ckpt.status().message();
+        checkpoint_ = std::move(ckpt).value();
+        auto tok = tokenizer::Tokenizer::load(testing::fixture_dir("byte_tokenizer"));
+        ASSERT_TRUE(tok.ok()) << tok.status().message();
+        tokenizer_ = std::move(tok).value();
+        golden_ = testing::read_golden("llama3");
+    }
+
+    std::unique_ptr<Engine> make_engine(int num_kv_blocks, scheduler::SchedulerConfig sched = {}, int max_waiting = 1024) {
+        auto runner = std::make_unique<executor::CpuRunner>(
+            *checkpoint_, executor::CpuRunnerConfig{.num_threads = 2, .num_kv_blocks = num_kv_blocks});
+        EngineConfig cfg{.scheduler = sched, .max_waiting = max_waiting};
+        return std::make_unique<Engine>(std::move(runner), *tokenizer_, cfg);
+    }
+
+    Request greedy_request(std::vector<int32_t> prompt, int max_tokens, std::shared_ptr<TokenSink> sink) {
+        Request r;
+        r.id = {next_id_++};
+        r.prompt = std::move(prompt);
+        r.sampling.temperature = 0;
+        r.max_tokens = max_tokens;
+        r.sink = std::move(sink);
+        return r;
+    }
+
+    std::unique_ptr<model::Checkpoint> checkpoint_;
+    std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
+    nlohmann::json golden_;
+    uint64_t next_id_ = 1;
+};
+
+TEST_F(EngineTest, GreedyEqualsTransformers) {
+    auto engine = make_engine(64);
+    auto sink = std::make_shared<CollectingSink>();
+    auto expected = golden_["greedy"].get<std::vector<int32_t>>();
+    ASSERT_EQ(engine->submit(greedy_request(golden_["prompt"].get<std::vector<int32_t>>(),
+                                            static_cast<int>(expected.size()), sink)),
+              Engine::Admission::kAccepted);
+    ASSERT_TRUE(sink->wait());
+    EXPECT_EQ(sink->tokens, expected);
+    EXPECT_EQ(sink->finish, FinishReason::kLength);
+    EXPECT_EQ(sink->num_generated, static_cast<int>(expected.size()));
+    EXPECT_EQ(sink->text, tokenizer_->decode(expected, true));
+}
+
+// Prompts of different lengths cut from the fixture ids.
+std::vector<std::vector<int32_t>> prompts(const nlohmann::json& golden, int n) {
+    auto ids = golden["ids_300"].get<std::vector<int32_t>>();
+    std::vector<std::vector<int32_t>> out;
+    for (int i = 0; i < n; ++i) {
+        size_t begin = static_cast<size_t>(i * 7 % 200), len = static_cast<size_t>(5 + (i * 13) % 60);
+        out.emplace_back(ids.begin() + static_cast<ptrdiff_t>(begin), ids.begin() + static_cast<ptrdiff_t>(begin + len));
+    }
+    return out;
+}
+
+TEST_F(EngineTest, ConcurrentRequestsEachEqualTheirRunAlone) {
+    const int n = 24, max_tokens = 20;
+    auto ps = prompts(golden_, n);
+    std::vector<std::vector<int32_t>> alone;
+    {
+        auto engine = make_engine(64);
+        for (const auto& p : ps) {
+            auto sink = std::make_shared<CollectingSink>();
+            engine->submit(greedy_request(p, max_tokens, sink));
+            ASSERT_TRUE(sink->wait());
+            alone.push_back(sink->tokens);
+        }
+    }
+    // Small token budget and chunks: requests join and leave a running batch every step.
+    auto engine = make_engine(512, {.max_num_seqs = 16, .max_num_tokens_per_step = 48, .prefill_chunk_tokens = 16});
+    std::vector<std::shared_ptr<CollectingSink>> sinks;
+    for (const auto& p : ps) {
+        sinks.push_back(std::make_shared<CollectingSink>());
+        ASSERT_EQ(engine->submit(greedy_request(p, max_tokens, sinks.back())), Engine::Admission::kAccepted);
+    }
+    for (int i = 0; i < n; ++i) {
+        ASSERT_TRUE(sinks[static_cast<size_t>(i)]->wait());
+        EXPECT_EQ(sinks[static_cast<size_t>(i)]->tokens, alone[static_cast<size_t>(i)]) << "request " << i;
+        EXPECT_EQ(sinks[static_cast<size_t>(i)]->num_generated, max_tokens);
+    }
+    EXPECT_EQ(kv_blocks_used_when_settled(*engine), 0);
+}
+
+TEST_F(EngineTest, PreemptionUnderATinyKvPoolKeepsResultsExact) {
+    const int n = 6, max_tokens = 40;
+    auto ps = prompts(golden_, n);
+    std::vector<std::vector<int32_t>> alone;
+    {
+        auto engine = make_engine(64);
+        for (const auto& p : ps) {
+            auto sink = std::make_shared<CollectingSink>();
+            engine->submit(greedy_request(p, max_tokens, sink));
+            ASSERT_TRUE(sink->wait());
+            alone.push_back(sink->tokens);
+        }
+    }
+    auto engine = make_engine(12);  // 192 token slots for 6 sequences of up to ~105 tokens
+    std::vector<std::shared_ptr<CollectingSink>> sinks;
+    for (const auto& p : ps) {
+        sinks.push_back(std::make_shared<CollectingSink>());
+        engine->submit(greedy_request(p, max_tokens, sinks.back()));
+    }
+    for (int i = 0; i < n; ++i) {
+        ASSERT_TRUE(sinks[static_cast<size_t>(i)]->wait());
+        EXPECT_EQ(sinks[static_cast<size_t>(i)]->tokens, alone[static_cast<size_t>(i)]) << "request " << i;
+    }
+    EXPECT_GT(engine->stats().num_preemptions, 0);
+    EXPECT_EQ(kv_blocks_used_when_settled(*engine), 0);
+}
+
+TEST_F(EngineTest, StopStringEndsOutputBeforeIt) {
+    auto engine = make_engine(64);
+    auto prompt = golden_["prompt"].get<std::vector<int32_t>>();
+    auto full = std::make_shared<CollectingSink>();
+    engine->submit(greedy_request(prompt, 40, full));
+    ASSERT_TRUE(full->wait());
+    ASSERT_GT(full->text.size(), 12u);
+    const std::string stop = full->text.substr(8, 3);
+    const std::string expected = full->text.substr(0, full->text.find(stop));
+    auto sink = std::make_shared<CollectingSink>();
+    Request r = greedy_request(prompt, 40, sink);
+    r.stop = {stop};
+    engine->submit(std::move(r));
+    ASSERT_TRUE(sink->wait());
+    EXPECT_EQ(sink->finish, FinishReason::kStop);
+    EXPECT_EQ(sink->text, expected);
+}
+
+TEST_F(EngineTest, StopTokenEndsWithoutBeingOutput) {
+    auto engine = make_engine(64);
+    auto prompt = golden_["prompt"].get<std::vector<int32_t>>();
+    auto expected = golden_["greedy"].get<std::vector<int32_t>>();
+    auto sink = std::make_shared<CollectingSink>();
+    Request r = greedy_request(prompt, 40, sink);
+    r.stop_token_ids = {expected[5]};
+    engine->submit(std::move(r));
+    ASSERT_TRUE(sink->wait());
+    EXPECT_EQ(sink->finish, FinishReason::kStop);
+    const auto first = std::find(expected.begin(), expected.end(), expected[5]);
+    EXPECT_EQ(sink->tokens, std::vector<int32_t>(expected.begin(), first));
+}
+
+TEST_F(EngineTest, CancelFreesKvAndOthersContinue) {
+    auto engine = make_engine(64);
+    auto prompt = golden_["prompt"].get<std::vector<int32_t>>();
+    auto victim = std::make_shared<CollectingSink>();
+    auto other = std::make_shared<CollectingSink>();
+    Request r = greedy_request(prompt, 1000, victim);
+    const RequestId victim_id = r.id;
+    engine->submit(std::move(r));
+    engine->submit(greedy_request(prompt, 30, other));
+    engine->cancel(victim_id);
+    ASSERT_TRUE(victim->wait());
+    EXPECT_EQ(victim->finish, FinishReason::kCancelled);
+    ASSERT_TRUE(other->wait());
+    EXPECT_EQ(other->finish, FinishReason::kLength);
+    EXPECT_EQ(other->num_generated, 30);
+    EXPECT_EQ(kv_blocks_used_when_settled(*engine), 0);
+}
+
+TEST_F(EngineTest, DeadlineEndsARequest) {
+    auto engine = make_engine(64);
+    auto sink = std::make_shared<CollectingSink>();
+    Request r = greedy_request(golden_["prompt"].get<std::vector<int32_t>>(), 1500, sink);
+    r.deadline = Clock::now() + std::chrono::milliseconds(50);
+    engine->submit(std::move(r));
+    ASSERT_TRUE(sink->wait());
+    EXPECT_EQ(sink->finish, FinishReason::kDeadline);
+    EXPECT_LT(sink->num_generated, 1500);
+}
+
+TEST_F(EngineTest, FullQueueRefuses) {
+    auto engine = make_engine(64, {}, /*max_waiting=*/2);
+    std::vector<std::shared_ptr<CollectingSink>> sinks;
+    int refused = 0;
+    for (int i = 0; i < 50; ++i) {
+        sinks.push_back(std::make_shared<CollectingSink>());
+        refused += engine->submit(greedy_request({5, 6, 7}, 200, sinks.back())) == Engine::Admission::kQueueFull;
+    }
+    EXPECT_GT(refused, 0);
+}
+
+TEST_F(EngineTest, OutputDenyListStopsWithContentFilter) {
+    auto prompt = golden_["prompt"].get<std::vector<int32_t>>();
+    std::string full_text;
+    {
+        auto engine = make_engine(64);
+        auto full = std::make_shared<CollectingSink>();
+        engine->submit(greedy_request(prompt, 40, full));
+        ASSERT_TRUE(full->wait());
+        full_text = full->text;
+    }
+    // Pick a run of ASCII letters from the output as the denied phrase.
+    size_t at = full_text.find_first_of("abcdefghijklmnopqrstuvwxyz", 6);
+    ASSERT_NE(at, std::string::npos) << full_text;
+    std::string phrase = full_text.substr(at, 1);
+    auto runner = std::make_unique<executor::CpuRunner>(
+        *checkpoint_, executor::CpuRunnerConfig{.num_threads = 2, .num_kv_blocks = 64});
+    EngineConfig cfg;
+    cfg.output_deny_list = {phrase};
+    Engine engine(std::move(runner), *tokenizer_, cfg);
+    auto sink = std::make_shared<CollectingSink>();
+    engine.submit(greedy_request(prompt, 40, sink));
+    ASSERT_TRUE(sink->wait());
+    EXPECT_EQ(sink->finish, FinishReason::kContentFilter);
+    std::string lowered = full_text;
+    for (char& c : lowered) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    EXPECT_EQ(sink->text, full_text.substr(0, lowered.find(phrase)));
+}
+
+}  // namespace
+}  // namespace hichat::engine
