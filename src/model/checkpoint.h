@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "base/mapped_file.h"
 #include "base/status.h"
 #include "model/model_config.h"
+#include "model/safetensors_file.h"
 #include "model/weights.h"
 
 namespace hichat::model {
@@ -31,7 +31,7 @@ private:
     std::string dir_;
     ModelConfig config_;
     ModelWeights weights_;
-    std::vector<std::unique_ptr<MappedFile>> files_;
+    std::vector<std::unique_ptr<SafetensorsFile>> files_;  // own the maps weights_ views
 };
 
 }  // namespace hichat::model

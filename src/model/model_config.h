@@ -17,7 +17,7 @@ struct RopeScaling {
     float factor = 1.0f;                        // linear and llama3
     float low_freq_factor = 1.0f;               // llama3
     float high_freq_factor = 4.0f;              // llama3
-    int original_max_position_embeddings = 8192;  // llama3
+    int original_max_position_embeddings = 8192;  // llama3; absent: max_position_embeddings (transformers 5)
 };
 
 struct ModelConfig {
@@ -27,25 +27,28 @@ struct ModelConfig {
     int intermediate_size = 0;
     int num_layers = 0;
     int num_heads = 0;
-    int num_kv_heads = 0;              // == num_heads without grouped-query attention
-    int head_dim = 0;                  // given, or hidden_size / num_heads
+    int num_kv_heads = 0;              // == num_heads without grouped-query attention (and when absent)
+    int head_dim = 0;                  // given, or hidden_size / num_heads; a Qwen3 file without the
+                                       // field gets Qwen3Config's default, 128
     int vocab_size = 0;
-    int max_position_embeddings = 0;
-    float rms_norm_eps = 1e-6f;
-    float rope_theta = 10000.0f;
+    int max_position_embeddings = 0;   // absent: the architecture's transformers default
+    float rms_norm_eps = 1e-6f;        // absent: 1e-6 (all four transformers configs)
+    float rope_theta = 10000.0f;       // top level or inside rope_parameters; absent: 10000
     RopeScaling rope;
-    bool tie_word_embeddings = false;
+    bool tie_word_embeddings = false;  // absent: false (all four transformers configs)
     bool qkv_bias = false;             // q/k/v projections have biases (Qwen2; Llama attention_bias)
     bool o_bias = false;               // o_proj has a bias (Llama attention_bias)
     bool mlp_bias = false;             // gate/up/down have biases (Llama mlp_bias)
     bool qk_norm = false;              // per-head RMSNorm on q and k (Qwen3)
     int bos_token_id = -1;             // -1 if absent
     std::vector<int> eos_token_ids;    // may be empty
-    DType torch_dtype = DType::kBF16;  // the dtype config.json declares
+    DType torch_dtype = DType::kBF16;  // "dtype" or "torch_dtype" in config.json; absent: kBF16
 };
 
-// Reads `dir`/config.json. Errors name the file and the field: missing file, bad JSON,
-// unknown architecture, missing or out-of-range fields, unsupported rope scaling.
+// Reads `dir`/config.json. Errors name the file and the field: missing file (kNotFound), bad JSON,
+// missing, mistyped, out-of-range or inconsistent fields (kInvalidArgument); unknown architecture,
+// rope types other than default/linear/llama3, activations other than silu, dtypes other than
+// bfloat16/float16/float32 (kUnimplemented).
 Result<ModelConfig> load_model_config(const std::string& dir);
 
 // Parses config.json text; `file` only names it in errors.

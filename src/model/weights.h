@@ -10,7 +10,7 @@
 namespace hichat::model {
 
 struct WeightTensor {
-    const void* data = nullptr;   // nullptr: absent (e.g. no bias)
+    const void* data = nullptr;   // nullptr: absent (e.g. no bias); into a file map, maybe unaligned
     DType dtype = DType::kF32;
     std::vector<int64_t> shape;   // row-major; a linear layer is [out_features, in_features]
 
