@@ -1,0 +1,88 @@
+#include "api/auth/metrics.h"
+
+#include "api/auth/prometheus_text.h"
+
+namespace hichat::api {
+namespace {
+
+// Bucket bounds chosen for interactive LLM serving: TTFT from 1 ms (cached prefix) to tens of seconds
+// (long prompts under load), inter-token from sub-ms to 1 s, request sizes up to a 128k context.
+const std::vector<double> kTimeToFirstTokenBounds = {0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25,
+                                                     0.5,   0.75,  1.0,  2.5,  5.0,  7.5,  10.0, 20.0, 40.0};
+const std::vector<double> kInterTokenBounds = {0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025,
+                                               0.03,  0.04,   0.05,  0.075,  0.1,  0.25,  0.5,  1.0};
+const std::vector<double> kE2eLatencyBounds = {0.1, 0.25, 0.5, 1.0,  2.5,  5.0,   10.0,  15.0,
+                                               20.0, 30.0, 40.0, 60.0, 120.0, 300.0, 600.0};
+const std::vector<double> kTokenCountBounds = {1,    2,    5,     10,    20,    50,    100,    200,   500,
+                                               1000, 2000, 5000, 10000, 20000, 50000, 100000, 131072};
+
+}  // namespace
+
+Metrics::Metrics()
+    : requests_("hichat_requests_total", "HTTP requests finished, by endpoint and status code.",
+                {"endpoint", "code"}),
+      prompt_tokens_("hichat_prompt_tokens_total", "Prompt tokens processed."),
+      generation_tokens_("hichat_generation_tokens_total", "Tokens generated."),
+      time_to_first_token_("hichat_time_to_first_token_seconds",
+                           "Time from request arrival to the first generated token.", kTimeToFirstTokenBounds),
+      inter_token_latency_("hichat_inter_token_latency_seconds", "Time between consecutive generated tokens.",
+                           kInterTokenBounds),
+      e2e_latency_("hichat_e2e_request_latency_seconds", "Time from request arrival to its last byte.",
+                   kE2eLatencyBounds),
+      request_prompt_tokens_("hichat_request_prompt_tokens", "Prompt tokens per request.", kTokenCountBounds),
+      request_generation_tokens_("hichat_request_generation_tokens", "Generated tokens per request.",
+                                 kTokenCountBounds) {}
+
+void Metrics::count_request(std::string_view endpoint, int status_code) {
+    requests_.add({std::string(endpoint), std::to_string(status_code)});
+}
+
+void Metrics::observe_time_to_first_token(double seconds) { time_to_first_token_.observe(seconds); }
+void Metrics::observe_inter_token_latency(double seconds) { inter_token_latency_.observe(seconds); }
+void Metrics::observe_e2e_latency(double seconds) { e2e_latency_.observe(seconds); }
+
+void Metrics::observe_request_tokens(int64_t num_tokens_prompt, int64_t num_tokens_generated) {
+    request_prompt_tokens_.observe(static_cast<double>(num_tokens_prompt));
+    request_generation_tokens_.observe(static_cast<double>(num_tokens_generated));
+    if (num_tokens_prompt > 0) prompt_tokens_.add(static_cast<uint64_t>(num_tokens_prompt));
+    if (num_tokens_generated > 0) generation_tokens_.add(static_cast<uint64_t>(num_tokens_generated));
+}
+
+void Metrics::set_engine_gauges_source(std::function<EngineGauges()> source) {
+    std::lock_guard lock(gauges_mutex_);
+    gauges_source_ = std::move(source);
+}
+
+void Metrics::render_gauges(std::string& out) const {
+    std::function<EngineGauges()> source;
+    {
+        std::lock_guard lock(gauges_mutex_);
+        source = gauges_source_;
+    }
+    if (!source) return;
+    EngineGauges g = source();
+    auto gauge = [&out](std::string_view name, std::string_view help, int64_t value) {
+        append_header(out, name, help, "gauge");
+        append_sample(out, name, {}, std::to_string(value));
+    };
+    gauge("hichat_num_requests_waiting", "Requests queued and not yet scheduled.", g.num_requests_waiting);
+    gauge("hichat_num_requests_running", "Sequences in the running batch.", g.num_requests_running);
+    gauge("hichat_kv_blocks_used", "KV cache blocks in use.", g.num_kv_blocks_used);
+    gauge("hichat_kv_blocks_free", "KV cache blocks free.", g.num_kv_blocks_free);
+}
+
+std::string Metrics::render() const {
+    std::string out;
+    requests_.render(out);
+    prompt_tokens_.render(out);
+    generation_tokens_.render(out);
+    render_gauges(out);
+    time_to_first_token_.render(out);
+    inter_token_latency_.render(out);
+    e2e_latency_.render(out);
+    request_prompt_tokens_.render(out);
+    request_generation_tokens_.render(out);
+    return out;
+}
+
+}  // namespace hichat::api
