@@ -28,11 +28,17 @@ Result<CliArgs> CliArgs::parse(const std::vector<std::string>& args, const std::
                 value = args[++i];
             }
             out.values_[name] = value;
+            out.all_values_[name].push_back(value);
         } else {
             return invalid_argument("unknown flag --" + name);
         }
     }
     return out;
+}
+
+std::vector<std::string> CliArgs::get_all(const std::string& name) const {
+    auto it = all_values_.find(name);
+    return it == all_values_.end() ? std::vector<std::string>{} : it->second;
 }
 
 Result<std::string> CliArgs::required(const std::string& name) const {

@@ -24,9 +24,12 @@ public:
     Result<int64_t> get_int(const std::string& name, int64_t fallback, int64_t min, int64_t max) const;
     Result<double> get_double(const std::string& name, double fallback, double min, double max) const;
     Result<std::optional<uint64_t>> get_optional_u64(const std::string& name) const;
+    // Every value of a repeatable flag, in order.
+    std::vector<std::string> get_all(const std::string& name) const;
 
 private:
-    std::map<std::string, std::string> values_;
+    std::map<std::string, std::string> values_;               // last value of each flag
+    std::map<std::string, std::vector<std::string>> all_values_;
 };
 
 }  // namespace hichat::tools

@@ -9,6 +9,7 @@
 #include "model/checkpoint.h"
 #include "sampling/sampler.h"
 #include "stop_tokens.h"
+#include "tokenizer/streaming_detokenizer.h"
 #include "tokenizer/tokenizer.h"
 
 namespace hichat::tools {

@@ -7,6 +7,8 @@
 #include "bench_engine_command.h"
 #include "generate_command.h"
 #include "score_command.h"
+#include "serve_command.h"
+#include "serve_options.h"
 #include "tokenize_command.h"
 
 namespace {
@@ -22,18 +24,20 @@ constexpr const char* kUsage =
 }  // namespace
 
 int main(int argc, char** argv) {
+    const std::string usage = std::string(kUsage) + hichat::tools::kServeUsage;
     if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
-        std::fputs(kUsage, argc < 2 ? stderr : stdout);
+        std::fputs(usage.c_str(), argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
     std::string command = argv[1];
     std::vector<std::string> args(argv + 2, argv + argc);
+    if (command == "serve") return hichat::tools::serve_main(args);
     if (command == "generate") return hichat::tools::generate_main(args);
     if (command == "score") return hichat::tools::score_main(args);
     if (command == "tokenize") return hichat::tools::tokenize_main(args);
     if (command == "bench" && !args.empty() && args[0] == "engine") {
         return hichat::tools::bench_engine_main({args.begin() + 1, args.end()});
     }
-    std::fprintf(stderr, "hichat: unknown command '%s'\n%s", command.c_str(), kUsage);
+    std::fprintf(stderr, "hichat: unknown command '%s'\n%s", command.c_str(), usage.c_str());
     return 2;
 }

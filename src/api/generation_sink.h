@@ -1,0 +1,53 @@
+// GenerationSink: carries one request's engine events to its HTTP response: SSE chunks as tokens
+// arrive, or one JSON body at the end; then metrics, the access-log line and the quota release.
+// Called on the engine thread only (TokenSink contract); never blocks (ResponseWriter queues bytes).
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "api/auth/access_log.h"
+#include "api/auth/metrics.h"
+#include "api/auth/quota_lease.h"
+#include "api/auth/quota_limiter.h"
+#include "api/http/response_writer.h"
+#include "api/openai_response.h"
+#include "engine/request.h"
+
+namespace hichat::api {
+
+struct SinkContext {
+    Metrics* metrics = nullptr;        // may be null
+    AccessLog* access_log = nullptr;   // may be null
+    QuotaLimiter* quotas = nullptr;    // may be null
+};
+
+class GenerationSink final : public engine::TokenSink {
+public:
+    GenerationSink(std::shared_ptr<ResponseWriter> writer, ResponseIds ids, bool stream, bool include_usage,
+                   SinkContext context, AccessRecord record, QuotaLease lease);
+
+    void on_event(engine::TokenEvent event) override;
+
+private:
+    void write_stream(const engine::TokenEvent& event);
+    void finish(const engine::TokenEvent& event);
+    void observe_token_timing();
+
+    std::shared_ptr<ResponseWriter> writer_;
+    ResponseIds ids_;
+    bool stream_, include_usage_;
+    SinkContext context_;
+    AccessRecord record_;
+    QuotaLease lease_;
+    std::chrono::steady_clock::time_point arrival_;
+    std::optional<std::chrono::steady_clock::time_point> last_token_time_;
+    bool first_chunk_ = true;
+    std::string text_;  // non-streamed responses
+};
+
+std::string finish_reason_text(engine::FinishReason reason);
+
+}  // namespace hichat::api

@@ -1,0 +1,37 @@
+// The OpenAI request schema -> a validated GenerationRequest. Pure: no engine, no HTTP; every error is
+// an ApiError naming the field.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "api/api_error.h"
+#include "sampling/sampling_params.h"
+#include "tokenizer/template/chat_template.h"
+
+namespace hichat::api {
+
+enum class Endpoint { kChatCompletions, kCompletions };
+
+struct GenerationRequest {
+    Endpoint endpoint = Endpoint::kChatCompletions;
+    std::string model;                                // empty: not given
+    std::vector<tokenizer::ChatMessage> messages;     // chat: control characters stripped
+    std::string prompt;                               // completions (text prompt)
+    std::vector<int32_t> prompt_ids;                  // completions given token ids instead
+    sampling::SamplingParams sampling;
+    std::optional<int> max_tokens;                    // unset: as many as the context allows
+    std::vector<std::string> stop;
+    bool stream = false;
+    bool include_usage = false;                       // stream_options.include_usage
+    bool ignore_eos = false;                          // vLLM extension, for benchmarks
+    std::string user;
+    int priority = 0;
+};
+
+// Parses and validates a request body. `body` may contain invalid UTF-8 (reported by field).
+std::optional<ApiError> parse_generation_request(Endpoint endpoint, std::string body, GenerationRequest& out);
+
+}  // namespace hichat::api

@@ -1,0 +1,36 @@
+// OpenAI response bodies and SSE chunks for chat and text completions. Pure; any thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "api/openai_request.h"
+
+namespace hichat::api {
+
+struct ResponseIds {
+    std::string id;       // "chatcmpl-..." or "cmpl-..."
+    int64_t created = 0;  // unix seconds
+    std::string model;
+    Endpoint endpoint = Endpoint::kChatCompletions;
+};
+
+struct Usage {
+    int prompt_tokens = 0;
+    int completion_tokens = 0;
+};
+
+// Whole non-streamed response.
+std::string completion_body(const ResponseIds& ids, const std::string& text, const std::string& finish_reason,
+                            const Usage& usage);
+// "data: {...}\n\n" carrying a text delta (chat: the first one also carries role "assistant").
+std::string delta_chunk(const ResponseIds& ids, const std::string& text, bool first);
+// The last content chunk: empty delta, finish_reason set.
+std::string finish_chunk(const ResponseIds& ids, const std::string& finish_reason);
+// The usage chunk of stream_options.include_usage (empty choices).
+std::string usage_chunk(const ResponseIds& ids, const Usage& usage);
+inline constexpr const char* kDoneChunk = "data: [DONE]\n\n";
+// An error inside an already started stream.
+std::string error_chunk(const std::string& message, const std::string& type);
+
+}  // namespace hichat::api

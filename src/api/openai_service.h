@@ -1,0 +1,75 @@
+// OpenAiService: the OpenAI-compatible endpoints on top of the engine. Translates HTTP + JSON into
+// engine::Request and engine events into responses; nothing below it sees HTTP or JSON.
+// Handlers run on I/O threads and never block: generation answers from the engine thread through a
+// GenerationSink. The service, and everything its deps point to, must outlive the HTTP server.
+#pragma once
+
+#include <atomic>
+#include <string>
+#include <vector>
+
+#include "api/auth/access_log.h"
+#include "api/auth/api_key_store.h"
+#include "api/auth/deny_list.h"
+#include "api/auth/metrics.h"
+#include "api/auth/quota_limiter.h"
+#include "api/http/router.h"
+#include "api/openai_request.h"
+#include "api/prompt_builder.h"
+#include "engine/engine.h"
+
+namespace hichat::api {
+
+struct ServiceDeps {
+    engine::Engine* engine = nullptr;
+    const tokenizer::Tokenizer* tokenizer = nullptr;
+    const PromptBuilder* prompts = nullptr;
+    const ApiKeyStore* keys = nullptr;     // empty store: no authentication
+    QuotaLimiter* quotas = nullptr;        // null: no per-key limits
+    Metrics* metrics = nullptr;            // null: no /metrics
+    AccessLog* access_log = nullptr;       // null: no access log
+    const DenyList* input_filter = nullptr;  // null or empty: no input filter
+    std::vector<int32_t> eos_token_ids;    // end generation unless ignore_eos
+};
+
+struct ServiceConfig {
+    std::string served_model_name;
+    int request_timeout_s = 0;             // per-request deadline; 0: none
+};
+
+class OpenAiService {
+public:
+    // The routes may be served before the model is loaded: until attach(), /health answers 503
+    // and every other endpoint 503 as well.
+    explicit OpenAiService(ServiceConfig config);
+
+    void add_routes(Router& router);
+    // Once the engine and friends exist; then the service is ready. Call once.
+    void attach(ServiceDeps deps);
+
+private:
+    using WriterPtr = std::shared_ptr<ResponseWriter>;
+
+    void handle_health(const HttpRequest& req, const WriterPtr& w);
+    void handle_models(const HttpRequest& req, const WriterPtr& w);
+    void handle_metrics(const HttpRequest& req, const WriterPtr& w);
+    void handle_generation(Endpoint endpoint, const HttpRequest& req, const WriterPtr& w);
+
+    // Sends 401 and returns false when keys are configured and the request has none that matches.
+    bool authenticate(const HttpRequest& req, const WriterPtr& w, std::optional<KeyId>& key);
+    std::optional<ApiError> check_input(const GenerationRequest& g) const;
+    std::optional<ApiError> check_lengths(const GenerationRequest& g, int num_prompt_tokens, int& max_tokens) const;
+    void reply_error(const HttpRequest& req, const WriterPtr& w, const ApiError& e, std::optional<KeyId> key,
+                     HeaderList extra = {});
+    std::string request_id_text(Endpoint endpoint, uint64_t n) const;
+
+    bool ready() const { return ready_.load(std::memory_order_acquire); }
+
+    ServiceConfig config_;
+    ServiceDeps deps_;                 // written once by attach(), before ready_ turns true
+    std::atomic<bool> ready_{false};
+    std::atomic<uint64_t> next_id_{1};
+    uint64_t id_salt_;
+};
+
+}  // namespace hichat::api

@@ -1,0 +1,39 @@
+// PromptBuilder: OpenAI messages or prompt -> token ids. Chat messages go through the model's chat
+// template; text that came from a message's content is tokenized with special-token strings as plain
+// text, so a user cannot inject control tokens. Immutable; any thread.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/api_error.h"
+#include "api/openai_request.h"
+#include "tokenizer/template/chat_template.h"
+#include "tokenizer/tokenizer.h"
+
+namespace hichat::api {
+
+class PromptBuilder {
+public:
+    // `chat_template` may be null (chat requests then get a 400 explaining the model has none).
+    PromptBuilder(const tokenizer::Tokenizer& tokenizer, const tokenizer::ChatTemplate* chat_template,
+                  std::string bos_token, std::string eos_token);
+
+    // Fills `ids`; errors name the field (template failures are reported on "messages").
+    std::optional<ApiError> build(const GenerationRequest& request, std::vector<int32_t>& ids) const;
+
+    // The rendered chat prompt text (for tests and logs).
+    Result<std::string> render_chat(const std::vector<tokenizer::ChatMessage>& messages) const;
+
+private:
+    // Encodes `rendered`, taking each message content's span (found in order) as plain text.
+    std::vector<int32_t> encode_rendered(const std::string& rendered,
+                                         const std::vector<tokenizer::ChatMessage>& messages) const;
+
+    const tokenizer::Tokenizer& tokenizer_;
+    const tokenizer::ChatTemplate* chat_template_;
+    std::string bos_token_, eos_token_;
+};
+
+}  // namespace hichat::api

@@ -1,0 +1,186 @@
+#include "serve_command.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/sysinfo.h>
+
+#include <csignal>
+#include <cstdio>
+#include <thread>
+
+#include "api/auth/access_log.h"
+#include "api/auth/api_key_store.h"
+#include "api/auth/deny_list.h"
+#include "api/auth/metrics.h"
+#include "api/auth/quota_limiter.h"
+#include "api/http/http_server.h"
+#include "api/openai_service.h"
+#include "executor/cpu_runner.h"
+#include "model/checkpoint.h"
+#include "model_files.h"
+#include "serve_options.h"
+#include "stop_tokens.h"
+#include "tokenizer/tokenizer.h"
+
+namespace hichat::tools {
+namespace {
+
+// What the service points to; built before the server takes traffic (front) or after loading (model).
+struct Frontend {
+    api::ApiKeyStore keys;
+    std::unique_ptr<api::QuotaLimiter> quotas;
+    api::Metrics metrics;
+    std::unique_ptr<api::AccessLog> access_log;
+    api::DenyList deny_list;
+};
+
+struct LoadedModel {
+    std::unique_ptr<model::Checkpoint> checkpoint;
+    std::unique_ptr<tokenizer::Tokenizer> tokenizer;
+    ChatTemplateFiles chat;
+    std::unique_ptr<api::PromptBuilder> prompts;
+    std::unique_ptr<engine::Engine> engine;
+    std::vector<int32_t> eos_ids;
+};
+
+Status build_frontend(const ServeOptions& o, Frontend& f) {
+    for (const auto& k : o.api_keys) HICHAT_RETURN_IF_ERROR(f.keys.add_key(k, "--api-key"));
+    for (const auto& file : o.api_key_files) HICHAT_RETURN_IF_ERROR(f.keys.add_key_file(file));
+    if (!o.quota.unlimited()) f.quotas = std::make_unique<api::QuotaLimiter>(o.quota);
+    if (!o.access_log.empty()) {
+        auto log = api::AccessLog::open(o.access_log);
+        HICHAT_RETURN_IF_ERROR(log.status());
+        f.access_log = std::move(log).value();
+    }
+    if (!o.deny_list_file.empty()) {
+        auto deny = api::DenyList::load(o.deny_list_file);
+        HICHAT_RETURN_IF_ERROR(deny.status());
+        f.deny_list = std::move(deny).value();
+    }
+    return ok_status();
+}
+
+// KV pool: --kv-cache-mb, else room for max_num_seqs sequences of the full context, at most a
+// quarter of physical memory.
+int num_kv_blocks(const ServeOptions& o, const model::ModelConfig& cfg, int block_size) {
+    const int64_t per_token = executor::CpuKvPool::bytes_per_token(cfg.num_layers, cfg.num_kv_heads, cfg.head_dim);
+    int64_t bytes = o.kv_cache_bytes;
+    if (bytes == 0) {
+        struct sysinfo si {};
+        sysinfo(&si);
+        const int64_t quarter_ram = static_cast<int64_t>(si.totalram) * si.mem_unit / 4;
+        const int64_t context = o.max_model_len > 0 ? o.max_model_len : cfg.max_position_embeddings;
+        bytes = std::min(quarter_ram, per_token * context * o.engine.scheduler.max_num_seqs);
+    }
+    return static_cast<int>(std::max<int64_t>(1, bytes / (per_token * block_size)));
+}
+
+Status load_model(const ServeOptions& o, const Frontend& f, LoadedModel& m) {
+    auto checkpoint = model::Checkpoint::open(o.model_dir);
+    HICHAT_RETURN_IF_ERROR(checkpoint.status());
+    m.checkpoint = std::move(checkpoint).value();
+    auto tok = tokenizer::Tokenizer::load(o.model_dir);
+    HICHAT_RETURN_IF_ERROR(tok.status());
+    m.tokenizer = std::move(tok).value();
+    auto chat = load_chat_template(o.model_dir);
+    HICHAT_RETURN_IF_ERROR(chat.status());
+    m.chat = std::move(chat).value();
+    m.prompts = std::make_unique<api::PromptBuilder>(*m.tokenizer, m.chat.chat_template ? &*m.chat.chat_template : nullptr,
+                                                     m.chat.bos_token, m.chat.eos_token);
+    m.eos_ids = stop_token_ids(o.model_dir, m.checkpoint->config(), *m.tokenizer);
+    const executor::CpuRunnerConfig defaults;
+    auto runner = std::make_unique<executor::CpuRunner>(
+        *m.checkpoint, executor::CpuRunnerConfig{
+                           .num_threads = o.num_threads,
+                           .num_kv_blocks = num_kv_blocks(o, m.checkpoint->config(), defaults.kv_block_size_tokens)});
+    engine::EngineConfig engine_config = o.engine;
+    engine_config.max_model_len = o.max_model_len;
+    engine_config.output_deny_list = f.deny_list.phrases();
+    m.engine = std::make_unique<engine::Engine>(std::move(runner), *m.tokenizer, engine_config);
+    return ok_status();
+}
+
+api::ServiceDeps service_deps(Frontend& f, LoadedModel& m) {
+    return {.engine = m.engine.get(),
+            .tokenizer = m.tokenizer.get(),
+            .prompts = m.prompts.get(),
+            .keys = &f.keys,
+            .quotas = f.quotas.get(),
+            .metrics = &f.metrics,
+            .access_log = f.access_log.get(),
+            .input_filter = &f.deny_list,
+            .eos_token_ids = m.eos_ids};
+}
+
+void wire_engine_gauges(Frontend& f, engine::Engine& e) {
+    f.metrics.set_engine_gauges_source([&e] {
+        engine::EngineStats s = e.stats();
+        return api::EngineGauges{.num_requests_waiting = s.num_waiting,
+                                 .num_requests_running = s.num_running,
+                                 .num_kv_blocks_used = s.num_kv_blocks_used,
+                                 .num_kv_blocks_free = s.num_kv_blocks_free};
+    });
+}
+
+int fail(const Status& s) {
+    std::fprintf(stderr, "hichat serve: %s\n", s.message().c_str());
+    return 2;
+}
+
+}  // namespace
+
+int serve_main(const std::vector<std::string>& args) {
+    auto opts = parse_serve_options(args);
+    if (!opts.ok()) return fail(opts.status());
+    // SIGTERM / SIGINT are taken by one thread with sigwait; block them before any thread starts.
+    sigset_t signals;
+    sigemptyset(&signals);
+    sigaddset(&signals, SIGTERM);
+    sigaddset(&signals, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    std::signal(SIGPIPE, SIG_IGN);
+
+    Frontend front;
+    if (Status s = build_frontend(*opts, front); !s.ok()) return fail(s);
+    api::OpenAiService service({.served_model_name = opts->served_model_name,
+                                .request_timeout_s = opts->request_timeout_s});
+    api::Router router;
+    service.add_routes(router);
+    auto server = api::HttpServer::start(opts->http, std::move(router));
+    if (!server.ok()) return fail(server.status());
+    std::fprintf(stderr, "hichat serve: listening on %s://%s:%d (loading %s)\n",
+                 opts->http.tls_enabled() ? "https" : "http", opts->http.host.c_str(), (*server)->port(),
+                 opts->model_dir.c_str());
+    if (front.keys.empty()) {
+        std::fprintf(stderr, "hichat serve: warning: no API key configured; the server is open to anyone who can reach it\n");
+    }
+    std::thread signal_thread([&] {
+        int sig = 0;
+        sigwait(&signals, &sig);
+        std::fprintf(stderr, "hichat serve: signal %d: draining and shutting down\n", sig);
+        (*server)->begin_shutdown();
+    });
+
+    LoadedModel model;
+    if (Status s = load_model(*opts, front, model); !s.ok()) {
+        fail(s);
+        pthread_kill(signal_thread.native_handle(), SIGTERM);
+        signal_thread.join();
+        (*server)->wait();
+        return 2;
+    }
+    wire_engine_gauges(front, *model.engine);
+    service.attach(service_deps(front, model));
+    std::fprintf(stderr, "hichat serve: ready: model '%s', context %d tokens\n", opts->served_model_name.c_str(),
+                 model.engine->max_context_tokens());
+
+    signal_thread.join();
+    (*server)->wait();
+    front.metrics.set_engine_gauges_source(nullptr);
+    model.engine.reset();  // cancels what is left
+    if (front.access_log) front.access_log->flush();
+    std::fprintf(stderr, "hichat serve: stopped\n");
+    return 0;
+}
+
+}  // namespace hichat::tools

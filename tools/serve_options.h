@@ -1,0 +1,35 @@
+// ServeOptions: everything `hichat serve` reads from its flags, validated once.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "api/auth/quota_config.h"
+#include "api/http/http_server_config.h"
+#include "base/status.h"
+#include "engine/engine.h"
+
+namespace hichat::tools {
+
+struct ServeOptions {
+    std::string model_dir;
+    std::string served_model_name;         // default: the model folder's name
+    api::HttpServerConfig http;
+    engine::EngineConfig engine;
+    int num_threads = 0;                   // CPU compute threads; 0: all
+    int64_t kv_cache_bytes = 0;            // 0: enough for max_num_seqs full contexts, at most 25% of RAM
+    int max_model_len = 0;                 // 0: the model's max_position_embeddings (capped by the KV pool)
+    std::vector<std::string> api_keys;
+    std::vector<std::string> api_key_files;
+    api::QuotaConfig quota;
+    std::string deny_list_file;
+    std::string access_log;                // file path, "-" for stderr, empty: off
+    int request_timeout_s = 0;
+};
+
+// Errors name the flag.
+Result<ServeOptions> parse_serve_options(const std::vector<std::string>& args);
+
+extern const char* const kServeUsage;
+
+}  // namespace hichat::tools
