@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_args.h"
-#include "executor/cpu_runner.h"
+#include "executor/runner_factory.h"
 #include "model/checkpoint.h"
 #include "sampling/rng.h"
 #include "sampling/sampler.h"
@@ -18,9 +18,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+constexpr int kMaxPrefillTokens = 8192;
+
 struct BenchOptions {
     std::string model_dir;
     int input_len = 128, output_len = 32, batch = 1, num_threads = 0, repeat = 3;
+    executor::DeviceKind device = executor::DeviceKind::kAuto;
 };
 
 struct RunTimes {
@@ -28,7 +31,7 @@ struct RunTimes {
 };
 
 Result<BenchOptions> parse_options(const std::vector<std::string>& args) {
-    auto flags = CliArgs::parse(args, {"model", "input-len", "output-len", "batch", "threads", "repeat"}, {});
+    auto flags = CliArgs::parse(args, {"model", "input-len", "output-len", "batch", "threads", "repeat", "device"}, {});
     HICHAT_RETURN_IF_ERROR(flags.status());
     BenchOptions o;
     auto dir = flags->required("model");
@@ -42,6 +45,9 @@ Result<BenchOptions> parse_options(const std::vector<std::string>& args) {
         HICHAT_RETURN_IF_ERROR(*s);
     }
     o.model_dir = *dir;
+    auto device = executor::parse_device_kind(flags->get("device", "auto"));
+    HICHAT_RETURN_IF_ERROR(device.status());
+    o.device = *device;
     o.input_len = static_cast<int>(*input_len);
     o.output_len = static_cast<int>(*output_len);
     o.batch = static_cast<int>(*batch);
@@ -59,7 +65,7 @@ std::vector<std::vector<int32_t>> block_tables(const BenchOptions& o, int blocks
     return tables;
 }
 
-RunTimes run_once(executor::CpuRunner& runner, const BenchOptions& o, int vocab, uint64_t seed) {
+RunTimes run_once(executor::ModelRunner& runner, const BenchOptions& o, int vocab, uint64_t seed) {
     sampling::Rng rng(seed);
     std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(o.batch));
     for (auto& p : prompts) {
@@ -76,9 +82,19 @@ RunTimes run_once(executor::CpuRunner& runner, const BenchOptions& o, int vocab,
         batch.seqs.push_back({.block_table = tables[static_cast<size_t>(b)], .pos0 = 0, .tokens = prompts[b]});
     }
 
+    // Prefill in groups of whole sequences of at most kMaxPrefillTokens tokens per forward pass.
     RunTimes t;
     auto t0 = Clock::now();
-    runner.forward(batch, logits);
+    std::vector<float> all_logits(static_cast<size_t>(o.batch) * vocab_size);
+    for (int first = 0; first < o.batch;) {
+        const int group = std::max(1, std::min(o.batch - first, kMaxPrefillTokens / o.input_len));
+        executor::ForwardBatch prefill;
+        prefill.seqs.assign(batch.seqs.begin() + first, batch.seqs.begin() + first + group);
+        runner.forward(prefill, logits);
+        std::copy(logits.begin(), logits.end(), all_logits.begin() + static_cast<ptrdiff_t>(first * vocab_size));
+        first += group;
+    }
+    logits.swap(all_logits);
     t.prefill_s = std::chrono::duration<double>(Clock::now() - t0).count();
     auto t1 = Clock::now();
     for (int step = 1; step < o.output_len; ++step) {
@@ -107,10 +123,17 @@ Status run(const std::vector<std::string>& args) {
     const model::ModelConfig& cfg = (*checkpoint)->config();
     const int context = opts->input_len + opts->output_len;
     if (context > cfg.max_position_embeddings) return invalid_argument("--input-len + --output-len exceed the context");
-    const executor::CpuRunnerConfig defaults;
-    const int blocks_per_seq = (context + defaults.kv_block_size_tokens - 1) / defaults.kv_block_size_tokens;
-    executor::CpuRunner runner(**checkpoint, {.num_threads = opts->num_threads,
-                                              .num_kv_blocks = blocks_per_seq * opts->batch});
+    auto made = executor::make_runner(**checkpoint, {.device = opts->device,
+                                                     .num_threads = opts->num_threads,
+                                                     .max_num_seqs = opts->batch,
+                                                     .max_num_tokens_per_step =
+                                                         std::max(opts->batch, std::min(opts->batch * opts->input_len,
+                                                                                        std::max(kMaxPrefillTokens, opts->input_len))),
+                                                     .max_context_tokens = context});
+    HICHAT_RETURN_IF_ERROR(made.status());
+    executor::ModelRunner& runner = **made;
+    const bool on_cuda = opts->device == executor::DeviceKind::kCuda ||
+                         (opts->device == executor::DeviceKind::kAuto && executor::cuda_available());
     std::vector<double> prefill, decode;
     for (int r = 0; r < opts->repeat; ++r) {
         RunTimes t = run_once(runner, *opts, cfg.vocab_size, 1234 + static_cast<uint64_t>(r));
@@ -121,7 +144,7 @@ Status run(const std::vector<std::string>& args) {
     const double decode_steps = std::max(1, opts->output_len - 1);
     const double total_out = static_cast<double>(opts->batch) * opts->output_len;
     nlohmann::json line = {
-        {"engine", "hichat-cpu"},
+        {"engine", on_cuda ? "hichat-cuda" : "hichat-cpu"},
         {"model", opts->model_dir},
         {"threads", opts->num_threads > 0 ? opts->num_threads : static_cast<int>(std::thread::hardware_concurrency())},
         {"batch", opts->batch},

@@ -6,6 +6,7 @@
 
 #include "cli_args.h"
 #include "executor/cpu_runner.h"
+#include "executor/runner_factory.h"
 #include "model/checkpoint.h"
 #include "sampling/sampler.h"
 #include "stop_tokens.h"
@@ -22,6 +23,7 @@ struct GenerateOptions {
     std::string prompt;
     int max_tokens = 128;
     int num_threads = 0;
+    executor::DeviceKind device = executor::DeviceKind::kAuto;
     bool ignore_eos = false;
     sampling::SamplingParams sampling;
 };
@@ -29,7 +31,7 @@ struct GenerateOptions {
 Result<GenerateOptions> parse_options(const std::vector<std::string>& args) {
     auto flags = CliArgs::parse(args,
                                 {"model", "prompt", "max-tokens", "temperature", "top-p", "top-k", "min-p",
-                                 "repetition-penalty", "seed", "threads"},
+                                 "repetition-penalty", "seed", "threads", "device"},
                                 {"ignore-eos"});
     HICHAT_RETURN_IF_ERROR(flags.status());
     GenerateOptions o;
@@ -53,6 +55,9 @@ Result<GenerateOptions> parse_options(const std::vector<std::string>& args) {
     o.max_tokens = static_cast<int>(*max_tokens);
     o.num_threads = static_cast<int>(*threads);
     o.ignore_eos = flags->has("ignore-eos");
+    auto device = executor::parse_device_kind(flags->get("device", "auto"));
+    HICHAT_RETURN_IF_ERROR(device.status());
+    o.device = *device;
     o.sampling.temperature = static_cast<float>(*temperature);
     o.sampling.top_p = static_cast<float>(*top_p);
     o.sampling.top_k = static_cast<int>(*top_k);
@@ -85,10 +90,15 @@ Status run(const std::vector<std::string>& args) {
     std::vector<int32_t> stop_ids = opts->ignore_eos ? std::vector<int32_t>{}
                                                      : stop_token_ids(opts->model_dir, cfg, **tok);
 
-    const executor::CpuRunnerConfig defaults;
-    const auto table = executor::identity_block_table(static_cast<int>(total), defaults.kv_block_size_tokens);
-    executor::CpuRunner runner(**checkpoint, {.num_threads = opts->num_threads,
-                                              .num_kv_blocks = static_cast<int>(table.size())});
+    const executor::RunnerOptions options{.device = opts->device,
+                                          .num_threads = opts->num_threads,
+                                          .max_num_seqs = 1,
+                                          .max_num_tokens_per_step = static_cast<int>(prompt.size()),
+                                          .max_context_tokens = static_cast<int>(total)};
+    const auto table = executor::identity_block_table(static_cast<int>(total), options.kv_block_size_tokens);
+    auto made = executor::make_runner(**checkpoint, options);
+    HICHAT_RETURN_IF_ERROR(made.status());
+    executor::ModelRunner& runner = **made;
     sampling::Sampler sampler(opts->sampling, static_cast<uint64_t>(Clock::now().time_since_epoch().count()));
     tokenizer::StreamingDetokenizer detok(**tok);
     std::vector<int32_t> generated;

@@ -6,6 +6,7 @@
 
 #include "cli_args.h"
 #include "executor/cpu_runner.h"
+#include "executor/runner_factory.h"
 #include "model/checkpoint.h"
 
 namespace hichat::tools {
@@ -38,7 +39,7 @@ Status write_floats(const std::string& path, const std::vector<float>& values) {
 }
 
 Status run(const std::vector<std::string>& args) {
-    auto flags = CliArgs::parse(args, {"model", "ids", "out", "threads"}, {});
+    auto flags = CliArgs::parse(args, {"model", "ids", "out", "threads", "device"}, {});
     HICHAT_RETURN_IF_ERROR(flags.status());
     auto dir = flags->required("model");
     HICHAT_RETURN_IF_ERROR(dir.status());
@@ -59,14 +60,20 @@ Status run(const std::vector<std::string>& args) {
         return invalid_argument("--ids: " + std::to_string(num_ids) + " ids exceed the model's context of " +
                                 std::to_string(cfg.max_position_embeddings));
     }
-    const executor::CpuRunnerConfig runner_cfg{.num_threads = static_cast<int>(*threads)};
-    const auto table = executor::identity_block_table(num_ids, runner_cfg.kv_block_size_tokens);
-    executor::CpuRunner runner(**checkpoint, {.num_threads = runner_cfg.num_threads,
-                                              .num_kv_blocks = static_cast<int>(table.size())});
+    auto device = executor::parse_device_kind(flags->get("device", "auto"));
+    HICHAT_RETURN_IF_ERROR(device.status());
+    const executor::RunnerOptions options{.device = *device,
+                                          .num_threads = static_cast<int>(*threads),
+                                          .max_num_seqs = 1,
+                                          .max_num_tokens_per_step = num_ids,
+                                          .max_context_tokens = num_ids};
+    const auto table = executor::identity_block_table(num_ids, options.kv_block_size_tokens);
+    auto runner = executor::make_runner(**checkpoint, options);
+    HICHAT_RETURN_IF_ERROR(runner.status());
     executor::ForwardBatch batch;
     batch.seqs.push_back({.block_table = table, .pos0 = 0, .tokens = *ids, .all_logits = true});
     std::vector<float> logits;
-    runner.forward(batch, logits);
+    (*runner)->forward(batch, logits);
     return write_floats(*out_path, logits);
 }
 

@@ -2,7 +2,6 @@
 
 #include <pthread.h>
 #include <signal.h>
-#include <sys/sysinfo.h>
 
 #include <csignal>
 #include <cstdio>
@@ -15,7 +14,7 @@
 #include "api/auth/quota_limiter.h"
 #include "api/http/http_server.h"
 #include "api/openai_service.h"
-#include "executor/cpu_runner.h"
+#include "executor/runner_factory.h"
 #include "model/checkpoint.h"
 #include "model_files.h"
 #include "serve_options.h"
@@ -60,21 +59,6 @@ Status build_frontend(const ServeOptions& o, Frontend& f) {
     return ok_status();
 }
 
-// KV pool: --kv-cache-mb, else room for max_num_seqs sequences of the full context, at most a
-// quarter of physical memory.
-int num_kv_blocks(const ServeOptions& o, const model::ModelConfig& cfg, int block_size) {
-    const int64_t per_token = executor::CpuKvPool::bytes_per_token(cfg.num_layers, cfg.num_kv_heads, cfg.head_dim);
-    int64_t bytes = o.kv_cache_bytes;
-    if (bytes == 0) {
-        struct sysinfo si {};
-        sysinfo(&si);
-        const int64_t quarter_ram = static_cast<int64_t>(si.totalram) * si.mem_unit / 4;
-        const int64_t context = o.max_model_len > 0 ? o.max_model_len : cfg.max_position_embeddings;
-        bytes = std::min(quarter_ram, per_token * context * o.engine.scheduler.max_num_seqs);
-    }
-    return static_cast<int>(std::max<int64_t>(1, bytes / (per_token * block_size)));
-}
-
 Status load_model(const ServeOptions& o, const Frontend& f, LoadedModel& m) {
     auto checkpoint = model::Checkpoint::open(o.model_dir);
     HICHAT_RETURN_IF_ERROR(checkpoint.status());
@@ -88,15 +72,19 @@ Status load_model(const ServeOptions& o, const Frontend& f, LoadedModel& m) {
     m.prompts = std::make_unique<api::PromptBuilder>(*m.tokenizer, m.chat.chat_template ? &*m.chat.chat_template : nullptr,
                                                      m.chat.bos_token, m.chat.eos_token);
     m.eos_ids = stop_token_ids(o.model_dir, m.checkpoint->config(), *m.tokenizer);
-    const executor::CpuRunnerConfig defaults;
-    auto runner = std::make_unique<executor::CpuRunner>(
-        *m.checkpoint, executor::CpuRunnerConfig{
-                           .num_threads = o.num_threads,
-                           .num_kv_blocks = num_kv_blocks(o, m.checkpoint->config(), defaults.kv_block_size_tokens)});
+    auto runner = executor::make_runner(*m.checkpoint,
+                                        {.device = o.device,
+                                         .num_threads = o.num_threads,
+                                         .cpu_kv_cache_bytes = o.kv_cache_bytes,
+                                         .gpu_memory_fraction = o.gpu_memory_fraction,
+                                         .max_num_seqs = o.engine.scheduler.max_num_seqs,
+                                         .max_num_tokens_per_step = o.engine.scheduler.max_num_tokens_per_step,
+                                         .max_context_tokens = o.max_model_len});
+    HICHAT_RETURN_IF_ERROR(runner.status());
     engine::EngineConfig engine_config = o.engine;
     engine_config.max_model_len = o.max_model_len;
     engine_config.output_deny_list = f.deny_list.phrases();
-    m.engine = std::make_unique<engine::Engine>(std::move(runner), *m.tokenizer, engine_config);
+    m.engine = std::make_unique<engine::Engine>(std::move(runner).value(), *m.tokenizer, engine_config);
     return ok_status();
 }
 

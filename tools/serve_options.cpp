@@ -13,7 +13,8 @@ const char* const kServeUsage =
     "           [--tls-cert PEM --tls-key PEM] [--io-threads N] [--threads N]\n"
     "           [--max-num-seqs N] [--max-num-batched-tokens N] [--prefill-chunk N] [--max-queue N]\n"
     "           [--kv-cache-mb N] [--max-model-len N] [--request-timeout-s N] [--shutdown-drain-s N]\n"
-    "           [--max-body-mb N] [--header-timeout-s N] [--body-timeout-s N]\n";
+    "           [--max-body-mb N] [--header-timeout-s N] [--body-timeout-s N]\n"
+    "           [--device auto|cpu|cuda] [--gpu-memory-fraction F]\n";
 
 namespace {
 
@@ -31,7 +32,7 @@ Result<ServeOptions> parse_serve_options(const std::vector<std::string>& args) {
         {"model", "host", "port", "served-model-name", "api-key", "api-key-file", "rate-limit-rpm", "rate-limit-tpm",
          "max-concurrent-per-key", "deny-list", "access-log", "tls-cert", "tls-key", "io-threads", "threads",
          "max-num-seqs", "max-num-batched-tokens", "prefill-chunk", "max-queue", "kv-cache-mb", "max-model-len",
-         "request-timeout-s", "shutdown-drain-s", "max-body-mb", "header-timeout-s", "body-timeout-s"},
+         "request-timeout-s", "shutdown-drain-s", "max-body-mb", "header-timeout-s", "body-timeout-s", "device", "gpu-memory-fraction"},
         {});
     HICHAT_RETURN_IF_ERROR(flags.status());
     ServeOptions o;
@@ -45,6 +46,12 @@ Result<ServeOptions> parse_serve_options(const std::vector<std::string>& args) {
             o.served_model_name = std::filesystem::path(o.model_dir).lexically_normal().parent_path().filename().string();
         }
     }
+    auto device = executor::parse_device_kind(flags->get("device", "auto"));
+    HICHAT_RETURN_IF_ERROR(device.status());
+    o.device = *device;
+    auto fraction = flags->get_double("gpu-memory-fraction", 0.9, 0.05, 0.99);
+    HICHAT_RETURN_IF_ERROR(fraction.status());
+    o.gpu_memory_fraction = *fraction;
     o.http.host = flags->get("host", "127.0.0.1");
     o.http.tls_cert_file = flags->get("tls-cert", "");
     o.http.tls_key_file = flags->get("tls-key", "");

@@ -8,6 +8,7 @@
 #include "api/http/http_server_config.h"
 #include "base/status.h"
 #include "engine/engine.h"
+#include "executor/runner_factory.h"
 
 namespace hichat::tools {
 
@@ -16,8 +17,10 @@ struct ServeOptions {
     std::string served_model_name;         // default: the model folder's name
     api::HttpServerConfig http;
     engine::EngineConfig engine;
+    executor::DeviceKind device = executor::DeviceKind::kAuto;
     int num_threads = 0;                   // CPU compute threads; 0: all
-    int64_t kv_cache_bytes = 0;            // 0: enough for max_num_seqs full contexts, at most 25% of RAM
+    int64_t kv_cache_bytes = 0;            // CPU KV pool; 0: enough for max_num_seqs full contexts, <= 25% of RAM
+    double gpu_memory_fraction = 0.9;      // CUDA KV pool: this share of the free memory after weights
     int max_model_len = 0;                 // 0: the model's max_position_embeddings (capped by the KV pool)
     std::vector<std::string> api_keys;
     std::vector<std::string> api_key_files;

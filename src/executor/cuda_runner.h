@@ -1,0 +1,44 @@
+// CudaRunner: the Llama-family forward pass on one CUDA device, behind the same ModelRunner
+// interface as CpuRunner. Owns the device weights (uploaded once as bf16, q/k/v and gate/up fused), the
+// paged bf16 KV pool, the workspaces for the largest step, pinned staging buffers and one stream; no
+// device allocation after construction. Engine (or CLI) thread only.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "base/status.h"
+#include "executor/model_runner.h"
+#include "model/checkpoint.h"
+
+namespace hichat::executor {
+
+struct CudaRunnerConfig {
+    int device = 0;
+    double gpu_memory_fraction = 0.9;    // of the free memory after weights, for the KV pool
+    int num_kv_blocks = 0;               // 0: from gpu_memory_fraction
+    int kv_block_size_tokens = 16;
+    int max_num_tokens_per_step = 8192;  // workspace size (prefill chunk + decodes)
+    int max_num_seqs = 256;
+    int max_context_tokens = 0;          // 0: the model's max_position_embeddings
+};
+
+class CudaRunner final : public ModelRunner {
+public:
+    // Errors: no CUDA device, unsupported model features on CUDA (o/mlp biases, head_dim not 64/128
+    // where the kernels need it), not enough device memory.
+    static Result<std::unique_ptr<CudaRunner>> create(const model::Checkpoint& checkpoint, const CudaRunnerConfig& config);
+    ~CudaRunner() override;
+
+    const model::ModelConfig& model_config() const override;
+    int num_kv_blocks() const override;
+    int kv_block_size_tokens() const override;
+    void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
+
+private:
+    struct Impl;
+    explicit CudaRunner(std::unique_ptr<Impl> impl);
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hichat::executor

@@ -1,0 +1,88 @@
+// The CUDA forward pass against transformers (bf16 tolerance), and batched greedy equal to unbatched.
+// Skips visibly without a device.
+#include <gtest/gtest.h>
+
+#include "common/fixtures.h"
+#include "executor/cpu_runner.h"
+#include "executor/runner_factory.h"
+#include "model/checkpoint.h"
+#include "sampling/sampler.h"
+
+namespace hichat::executor {
+namespace {
+
+using testing::fixture_dir;
+
+class CudaGoldenTest : public ::testing::TestWithParam<std::string> {
+protected:
+    void SetUp() override {
+        if (!cuda_available()) GTEST_SKIP() << "SKIPPED: no CUDA device";
+        auto ckpt = model::Checkpoint::open(fixture_dir(GetParam()));
+        ASSERT_TRUE(ckpt.ok()) << ckpt.status().message();
+        checkpoint_ = std::move(ckpt).value();
+        golden_ = testing::read_golden(GetParam());
+        auto runner = make_runner(*checkpoint_, {.device = DeviceKind::kCuda,
+                                                 .gpu_memory_fraction = 0.05,
+                                                 .max_num_seqs = 8,
+                                                 .max_num_tokens_per_step = 512,
+                                                 .max_context_tokens = 512});
+        ASSERT_TRUE(runner.ok()) << runner.status().message();
+        runner_ = std::move(runner).value();
+    }
+
+    std::unique_ptr<model::Checkpoint> checkpoint_;
+    nlohmann::json golden_;
+    std::unique_ptr<ModelRunner> runner_;
+};
+
+TEST_P(CudaGoldenTest, LogitsMatchTransformersWithinBf16Tolerance) {
+    for (int n : {40, 300}) {
+        auto ids = golden_["ids_" + std::to_string(n)].get<std::vector<int32_t>>();
+        auto expected = testing::read_floats(fixture_dir(GetParam()) + "/logits_" + std::to_string(n) + ".bin");
+        const auto table = identity_block_table(n, runner_->kv_block_size_tokens());
+        ForwardBatch batch;
+        batch.seqs.push_back({.block_table = table, .pos0 = 0, .tokens = ids, .all_logits = true});
+        std::vector<float> logits;
+        runner_->forward(batch, logits);
+        const double err = testing::relative_error(logits, expected);
+        std::printf("[cuda] %s length %d: relative error %.2e\n", GetParam().c_str(), n, err);
+        EXPECT_LT(err, 3e-2) << GetParam() << " at length " << n;
+    }
+}
+
+// Greedy continuations of 4 prompts decoded together equal each decoded alone.
+TEST_P(CudaGoldenTest, BatchedGreedyEqualsUnbatched) {
+    auto ids = golden_["ids_300"].get<std::vector<int32_t>>();
+    std::vector<std::vector<int32_t>> prompts;
+    for (int i = 0; i < 4; ++i) prompts.emplace_back(ids.begin() + i * 30, ids.begin() + i * 30 + 5 + 7 * i);
+    const int steps = 24, bs = runner_->kv_block_size_tokens(), blocks_per_seq = 8;
+    auto run = [&](const std::vector<int>& which) {
+        std::vector<std::vector<int32_t>> out(which.size());
+        std::vector<std::vector<int32_t>> tables(which.size());
+        ForwardBatch batch;
+        for (size_t s = 0; s < which.size(); ++s) {
+            for (int b = 0; b < blocks_per_seq; ++b) tables[s].push_back(which[s] * blocks_per_seq + b);
+            batch.seqs.push_back({.block_table = tables[s], .pos0 = 0, .tokens = prompts[which[s]]});
+        }
+        std::vector<float> logits;
+        const size_t vocab = static_cast<size_t>(checkpoint_->config().vocab_size);
+        for (int step = 0; step < steps; ++step) {
+            runner_->forward(batch, logits);
+            for (size_t s = 0; s < which.size(); ++s) {
+                out[s].push_back(sampling::argmax(std::span<const float>(logits).subspan(s * vocab, vocab)));
+                batch.seqs[s].pos0 = static_cast<int32_t>(prompts[which[s]].size()) + step;
+                batch.seqs[s].tokens = std::span<const int32_t>(&out[s].back(), 1);
+            }
+        }
+        (void)bs;
+        return out;
+    };
+    auto together = run({0, 1, 2, 3});
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(run({i})[0], together[static_cast<size_t>(i)]) << "prompt " << i;
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, CudaGoldenTest, ::testing::ValuesIn(testing::fixture_names()),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace hichat::executor
