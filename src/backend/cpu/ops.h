@@ -13,7 +13,10 @@ namespace hichat::cpu {
 
 using model::WeightTensor;
 
-// y[m, n] = x[m, k] * w[n, k]^T (+ bias[n] if bias && bias->present()).
+// y[m, n] = x[m, k] * w[n, k]^T (+ bias[n] if bias && bias->present()). The n outputs are split over
+// the pool's threads. Small m (decode) streams each weight row once for all m rows (bandwidth-bound);
+// large m (prefill) packs fp32 weight panels into per-thread scratch that grows to fit m once and is
+// then reused.
 void linear(const float* x, int64_t m, const WeightTensor& w, const WeightTensor* bias, float* y,
             ThreadPool& pool);
 
@@ -39,7 +42,8 @@ void add_inplace(float* x, const float* y, int64_t n);
 //      q_pos0 + i and attends to keys 0 .. q_pos0 + i.
 // k,v: [num_kv, num_kv_heads, head_dim]    (row stride kv_stride floats), num_kv >= q_pos0 + num_q.
 // out: [num_q, num_heads, head_dim]        (contiguous).
-// scale multiplies q.k (1/sqrt(head_dim)). Heads are split over the pool's threads.
+// scale multiplies q.k (1/sqrt(head_dim)). (KV head, query) pairs are handed out to the pool's threads;
+// each reads its K/V rows once for all the query heads of its group.
 void attention(const float* q, int64_t q_stride, int64_t num_q, int64_t q_pos0, const float* k,
                const float* v, int64_t kv_stride, int num_heads, int num_kv_heads, int head_dim,
                float scale, float* out, ThreadPool& pool);

@@ -1,0 +1,209 @@
+// Benchmark of the CPU ops that dominate a forward pass, at Llama-3.2-1B shapes (bf16 weights):
+//   1. streaming read bandwidth of the machine (sum over a 1 GiB buffer, 1 and 2 threads);
+//   2. linear() at m = 1 (decode GEMV) as GB/s of weights read and % of that bandwidth, weights cold
+//      (round-robin over copies totalling >= 1 GiB, so they come from DRAM as in a real decode step);
+//      plus small batches m = 2..16;
+//   3. linear() at m = 128 and 512 (prefill GEMM) as GFLOP/s;
+//   4. attention() for decode at 1k/4k context and a 512-token prefill chunk.
+// Prints a table and one JSON line per measurement. Not a test; run by hand: ./cpu_ops_bench
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "backend/cpu/cpu_features.h"
+#include "backend/cpu/ops.h"
+#include "base/dtype.h"
+
+namespace hichat::cpu {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+constexpr int64_t kColdBytes = int64_t{1} << 30;  // weights copies per shape, and the bandwidth buffer
+
+typedef uint64_t Lanes __attribute__((vector_size(16)));  // 2 words: one SSE2 register
+
+Lanes load_lanes(const uint64_t* p) {
+    Lanes v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+// Sum of n words (n a multiple of 32), read as 4 interleaved sequential streams (as a GEMV reads
+// several weight rows at once: one stream alone leaves too few cache misses in flight), in baseline
+// vector instructions (SSE2 on x86-64), which already outrun DRAM.
+uint64_t sum_words(const uint64_t* p, int64_t n) {
+    const int64_t quarter = n / 4;
+    const uint64_t *s0 = p, *s1 = p + quarter, *s2 = p + 2 * quarter, *s3 = p + 3 * quarter;
+    Lanes a0 = {}, a1 = {}, a2 = {}, a3 = {};
+    for (int64_t i = 0; i + 8 <= quarter; i += 8) {  // one 64-byte line of each stream per step
+        a0 += load_lanes(s0 + i) + load_lanes(s0 + i + 2) + load_lanes(s0 + i + 4) + load_lanes(s0 + i + 6);
+        a1 += load_lanes(s1 + i) + load_lanes(s1 + i + 2) + load_lanes(s1 + i + 4) + load_lanes(s1 + i + 6);
+        a2 += load_lanes(s2 + i) + load_lanes(s2 + i + 2) + load_lanes(s2 + i + 4) + load_lanes(s2 + i + 6);
+        a3 += load_lanes(s3 + i) + load_lanes(s3 + i + 2) + load_lanes(s3 + i + 4) + load_lanes(s3 + i + 6);
+    }
+    Lanes total = (a0 + a1) + (a2 + a3);
+    return total[0] + total[1];
+}
+
+// Best of 5 passes of a streaming sum over 1 GiB, split over `threads` threads; GB/s.
+double read_bandwidth_gbps(const std::vector<uint64_t>& buf, int threads) {
+    ThreadPool pool(threads);
+    const int64_t n = static_cast<int64_t>(buf.size());
+    std::vector<uint64_t> sums(static_cast<size_t>(threads));
+    double best = 0.0;
+    for (int rep = 0; rep < 5; ++rep) {
+        auto t0 = Clock::now();
+        pool.run([&](int t) { sums[static_cast<size_t>(t)] = sum_words(buf.data() + n * t / threads, n / threads); });
+        best = std::max(best, static_cast<double>(n) * 8 / seconds_since(t0) / 1e9);
+    }
+    uint64_t total = 0;
+    for (uint64_t s : sums) total += s;
+    if (total == 42) std::printf(" ");  // keeps the sums alive
+    return best;
+}
+
+struct Weights {  // copies of one random bf16 weight matrix, to read them cold
+    std::vector<std::vector<uint16_t>> copies;
+    std::vector<model::WeightTensor> tensors;
+};
+
+Weights make_weights(int64_t n, int64_t k, int64_t min_total_bytes) {
+    std::vector<uint16_t> base(static_cast<size_t>(n * k));
+    uint32_t state = 12345;
+    for (uint16_t& h : base) {
+        state = state * 1664525u + 1013904223u;
+        h = f32_to_bf16((static_cast<float>(state >> 8) / 16777216.0f - 0.5f) * 0.1f);
+    }
+    const int64_t bytes = n * k * 2;
+    const int64_t num_copies = std::max<int64_t>(1, (min_total_bytes + bytes - 1) / bytes);
+    Weights w;
+    for (int64_t c = 0; c < num_copies; ++c) w.copies.push_back(base);
+    for (auto& copy : w.copies) w.tensors.push_back({copy.data(), DType::kBF16, {n, k}});
+    return w;
+}
+
+// Seconds per linear() call: enough calls to read every copy at least twice and take >= 0.3 s.
+double time_linear(const Weights& w, int64_t m, ThreadPool& pool) {
+    const int64_t n = w.tensors[0].rows(), k = w.tensors[0].cols();
+    std::vector<float> x(static_cast<size_t>(m * k), 0.01f), y(static_cast<size_t>(m * n));
+    const size_t num_copies = w.tensors.size();
+    linear(x.data(), m, w.tensors[0], nullptr, y.data(), pool);  // warm-up (thread scratch, page tables)
+    int64_t calls = 0;
+    auto t0 = Clock::now();
+    while (calls < static_cast<int64_t>(2 * num_copies) || seconds_since(t0) < 0.3) {
+        linear(x.data(), m, w.tensors[static_cast<size_t>(calls) % num_copies], nullptr, y.data(), pool);
+        ++calls;
+    }
+    return seconds_since(t0) / static_cast<double>(calls);
+}
+
+struct Shape {
+    const char* name;
+    int64_t n, k;
+};
+
+void bench_gemv(double bandwidth_2t, int threads) {
+    const Shape shapes[] = {{"attn q/o 2048x2048", 2048, 2048}, {"attn k/v 512x2048", 512, 2048},
+                            {"mlp gate/up 8192x2048", 8192, 2048}, {"mlp down 2048x8192", 2048, 8192},
+                            {"lm_head 128256x2048", 128256, 2048}};
+    ThreadPool pool(threads);
+    std::printf("\n%-24s %4s %10s %9s %8s\n", "GEMV bf16 (n x k)", "m", "us/call", "GB/s", "% of bw");
+    for (const Shape& s : shapes) {
+        Weights w = make_weights(s.n, s.k, kColdBytes);
+        std::vector<int64_t> ms = {1};
+        if (s.n == 8192) ms = {1, 2, 3, 4, 6, 8, 12, 16};
+        for (int64_t m : ms) {
+            double sec = time_linear(w, m, pool);
+            double gbps = static_cast<double>(s.n * s.k * 2) / sec / 1e9;
+            double pct = 100.0 * gbps / bandwidth_2t;
+            std::printf("%-24s %4lld %10.1f %9.2f %7.1f%%\n", s.name, static_cast<long long>(m), sec * 1e6, gbps, pct);
+            std::printf("{\"bench\":\"gemv_bf16\",\"n\":%lld,\"k\":%lld,\"m\":%lld,\"threads\":%d,\"us\":%.1f,"
+                        "\"gbps\":%.2f,\"pct_of_bw\":%.1f}\n",
+                        static_cast<long long>(s.n), static_cast<long long>(s.k), static_cast<long long>(m), threads,
+                        sec * 1e6, gbps, pct);
+        }
+    }
+}
+
+void bench_gemm(int threads) {
+    const Shape shapes[] = {{"2048x2048", 2048, 2048}, {"8192x2048", 8192, 2048}, {"2048x8192", 2048, 8192}};
+    ThreadPool pool(threads);
+    std::printf("\n%-24s %4s %10s %9s\n", "GEMM bf16 (n x k)", "m", "ms/call", "GFLOP/s");
+    for (const Shape& s : shapes) {
+        Weights w = make_weights(s.n, s.k, 0);
+        for (int64_t m : {128, 512}) {
+            double sec = time_linear(w, m, pool);
+            double gflops = 2.0 * static_cast<double>(m * s.n * s.k) / sec / 1e9;
+            std::printf("%-24s %4lld %10.2f %9.1f\n", s.name, static_cast<long long>(m), sec * 1e3, gflops);
+            std::printf("{\"bench\":\"gemm_bf16\",\"n\":%lld,\"k\":%lld,\"m\":%lld,\"threads\":%d,\"ms\":%.2f,"
+                        "\"gflops\":%.1f}\n",
+                        static_cast<long long>(s.n), static_cast<long long>(s.k), static_cast<long long>(m), threads,
+                        sec * 1e3, gflops);
+        }
+    }
+}
+
+// Attention of one sequence at the 1B shapes (32 query heads, 8 KV heads, head_dim 64): decode after
+// a long context, and a prefill chunk from position 0.
+void bench_attention(int threads) {
+    const int num_heads = 32, num_kv_heads = 8, head_dim = 64;
+    const int64_t q_stride = int64_t{num_heads} * head_dim, kv_stride = int64_t{num_kv_heads} * head_dim;
+    ThreadPool pool(threads);
+    std::printf("\n%-24s %6s %6s %10s\n", "attention 32/8 heads x64", "num_q", "ctx", "ms/call");
+    const int64_t cases[][2] = {{1, 1024}, {1, 4096}, {512, 512}};  // num_q, context after the call
+    for (const auto& c : cases) {
+        const int64_t num_q = c[0], num_ctx = c[1];
+        std::vector<float> q(static_cast<size_t>(num_q * q_stride), 0.01f), out(q.size());
+        std::vector<float> k(static_cast<size_t>(num_ctx * kv_stride), 0.02f), v(k.size(), 0.03f);
+        int64_t calls = 0;
+        auto t0 = Clock::now();
+        while (calls < 3 || seconds_since(t0) < 0.3) {
+            attention(q.data(), q_stride, num_q, num_ctx - num_q, k.data(), v.data(), kv_stride, num_heads,
+                      num_kv_heads, head_dim, 0.125f, out.data(), pool);
+            ++calls;
+        }
+        const double ms = seconds_since(t0) / static_cast<double>(calls) * 1e3;
+        std::printf("%-24s %6lld %6lld %10.3f\n", "", static_cast<long long>(num_q), static_cast<long long>(num_ctx), ms);
+        std::printf("{\"bench\":\"attention\",\"num_q\":%lld,\"ctx\":%lld,\"threads\":%d,\"ms\":%.3f}\n",
+                    static_cast<long long>(num_q), static_cast<long long>(num_ctx), threads, ms);
+    }
+}
+
+int run(int argc, char** argv) {
+    int threads = 2;
+    bool skip_bandwidth = false, skip_gemv = false, skip_gemm = false;
+    for (int i = 1; i < argc; ++i) {
+        if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = std::atoi(argv[++i]);
+        else if (std::strcmp(argv[i], "--no-bw") == 0) skip_bandwidth = true;
+        else if (std::strcmp(argv[i], "--no-gemv") == 0) skip_gemv = true;
+        else if (std::strcmp(argv[i], "--no-gemm") == 0) skip_gemm = true;
+    }
+    std::printf("simd level: %s, threads: %d\n", std::string(simd_level_name(active_simd_level())).c_str(), threads);
+    double bw1 = 0.0, bw2 = 0.0;
+    if (!skip_bandwidth) {
+        std::vector<uint64_t> buf(static_cast<size_t>(kColdBytes / 8));
+        for (size_t i = 0; i < buf.size(); ++i) buf[i] = i;
+        bw1 = read_bandwidth_gbps(buf, 1);
+        bw2 = read_bandwidth_gbps(buf, 2);
+        std::printf("read bandwidth: %.2f GB/s (1 thread), %.2f GB/s (2 threads)\n", bw1, bw2);
+        std::printf("{\"bench\":\"read_bandwidth\",\"threads\":1,\"gbps\":%.2f}\n", bw1);
+        std::printf("{\"bench\":\"read_bandwidth\",\"threads\":2,\"gbps\":%.2f}\n", bw2);
+    }
+    if (!skip_gemv) bench_gemv(threads >= 2 ? bw2 : bw1, threads);
+    if (!skip_gemm) bench_gemm(threads);
+    bench_attention(threads);
+    return 0;
+}
+
+}  // namespace
+}  // namespace hichat::cpu
+
+int main(int argc, char** argv) { return hichat::cpu::run(argc, argv); }

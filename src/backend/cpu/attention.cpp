@@ -1,0 +1,87 @@
+// attention(): causal grouped-query attention of one sequence, two-pass softmax in fp32.
+// Work items are (KV head, query) pairs handed out dynamically, since causal queries differ in cost.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <vector>
+
+#include "backend/cpu/kernel_table.h"
+#include "backend/cpu/ops.h"
+#include "base/check.h"
+
+namespace hichat::cpu {
+namespace {
+
+struct AttentionShape {
+    int64_t q_stride, num_q, q_pos0, kv_stride;
+    int num_heads, num_kv_heads, head_dim;
+    float scale;
+};
+
+// Keys per block: a block of K (or V) rows stays in L1/L2 while each query head of the group uses it,
+// so the KV cache is read once per group rather than once per query head.
+constexpr int64_t kKeysPerBlock = 64;
+
+// Starts loading rows [j0, j0 + num_rows) of one head of K or V (row stride `stride` floats): they sit
+// in the cache at a stride the hardware prefetcher does not follow.
+void prefetch_rows(const float* head, int64_t stride, int64_t j0, int64_t num_rows, int64_t dim) {
+    for (int64_t j = j0; j < j0 + num_rows; ++j)
+        for (int64_t d = 0; d < dim; d += 16) __builtin_prefetch(head + j * stride + d);
+}
+
+// For the `group` query heads that share one KV head, at one query position:
+// out[g, 0:head_dim] = softmax(scale * q[g] . k[0:num_ctx]) . v[0:num_ctx]   for g < group.
+// q and out hold the group's heads contiguously ([group, head_dim]); scores is [group, num_ctx].
+void attend_group(const KernelTable& kernels, const AttentionShape& s, int group, const float* q,
+                  const float* k_head, const float* v_head, int64_t num_ctx, float* scores, float* out) {
+    const int64_t dim = s.head_dim;
+    for (int64_t j0 = 0; j0 < num_ctx; j0 += kKeysPerBlock) {
+        const int64_t num_keys = std::min(kKeysPerBlock, num_ctx - j0);
+        const int64_t next = j0 + kKeysPerBlock;
+        prefetch_rows(k_head, s.kv_stride, next, std::min(kKeysPerBlock, num_ctx - next), dim);
+        for (int g = 0; g < group; ++g)
+            kernels.dot_rows(q + g * dim, k_head + j0 * s.kv_stride, s.kv_stride, num_keys, dim,
+                             scores + g * num_ctx + j0);
+    }
+    for (int g = 0; g < group; ++g) kernels.softmax(scores + g * num_ctx, num_ctx, s.scale);
+    std::fill(out, out + group * dim, 0.0f);
+    for (int64_t j0 = 0; j0 < num_ctx; j0 += kKeysPerBlock) {
+        const int64_t num_keys = std::min(kKeysPerBlock, num_ctx - j0);
+        const int64_t next = j0 + kKeysPerBlock;
+        prefetch_rows(v_head, s.kv_stride, next, std::min(kKeysPerBlock, num_ctx - next), dim);
+        for (int g = 0; g < group; ++g)
+            kernels.sum_rows_weighted(scores + g * num_ctx + j0, v_head + j0 * s.kv_stride, s.kv_stride, num_keys,
+                                      dim, out + g * dim);
+    }
+}
+
+}  // namespace
+
+void attention(const float* q, int64_t q_stride, int64_t num_q, int64_t q_pos0, const float* k,
+               const float* v, int64_t kv_stride, int num_heads, int num_kv_heads, int head_dim,
+               float scale, float* out, ThreadPool& pool) {
+    CHECK(num_kv_heads > 0 && num_heads % num_kv_heads == 0)
+        << "num_heads " << num_heads << " not a multiple of num_kv_heads " << num_kv_heads;
+    CHECK_GE(q_pos0, 0);
+    if (num_q <= 0) return;
+    const AttentionShape s{q_stride, num_q, q_pos0, kv_stride, num_heads, num_kv_heads, head_dim, scale};
+    const int group = num_heads / num_kv_heads;
+    const KernelTable& kernels = active_kernels();
+    // Items are (KV head, query) pairs, KV-head-major so that consecutive items share their K/V rows.
+    const int64_t num_items = int64_t{num_kv_heads} * num_q;
+    std::atomic<int64_t> next_item{0};
+    pool.run([&](int) {
+        thread_local std::vector<float> scores;  // [group, num_ctx] of the current item; grows, never shrinks
+        scores.resize(std::max(scores.size(), static_cast<size_t>(group * (q_pos0 + num_q))));
+        for (int64_t item; (item = next_item.fetch_add(1, std::memory_order_relaxed)) < num_items;) {
+            const int kv_head = static_cast<int>(item / num_q);
+            const int64_t i = item % num_q;
+            const int64_t kv_offset = int64_t{kv_head} * head_dim;
+            const int64_t q_offset = int64_t{kv_head} * group * head_dim;
+            attend_group(kernels, s, group, q + i * q_stride + q_offset, k + kv_offset, v + kv_offset, q_pos0 + i + 1,
+                         scores.data(), out + i * num_heads * head_dim + q_offset);
+        }
+    });
+}
+
+}  // namespace hichat::cpu

@@ -1,0 +1,24 @@
+// Which SIMD code path the CPU ops run: detected once at run time, so the binary runs on any
+// x86-64 (and the portable path builds anywhere). Tests may force a lower level.
+#pragma once
+
+#include <string_view>
+
+namespace hichat::cpu {
+
+enum class SimdLevel { kPortable, kAvx2, kAvx512 };  // ordered: each level implies the ones before
+
+std::string_view simd_level_name(SimdLevel level);
+
+// The best level this CPU and this build support (AVX2 also needs FMA and F16C; AVX-512 needs F, BW,
+// VL, DQ). Computed once.
+SimdLevel detected_simd_level();
+
+// The level the ops use now: detected_simd_level() unless forced lower.
+SimdLevel active_simd_level();
+
+// Forces the ops onto `level`, clamped to detected_simd_level(); returns the level now active.
+// For tests and benchmarks; not to be called while ops are running.
+SimdLevel force_simd_level(SimdLevel level);
+
+}  // namespace hichat::cpu

@@ -1,0 +1,39 @@
+// Attention's row kernels (q.k over key rows, weighted sum of value rows) in plain C++.
+#include <algorithm>
+#include <cmath>
+
+#include "backend/cpu/kernel_table.h"
+
+namespace hichat::cpu::portable {
+
+float dot(const float* a, const float* b, int64_t n) {
+    float acc[8] = {};  // independent partial sums, so the compiler may keep them in vector lanes
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        for (int j = 0; j < 8; ++j) acc[j] += a[i + j] * b[i + j];
+    for (; i < n; ++i) acc[0] += a[i] * b[i];
+    return ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+}
+
+void dot_rows(const float* q, const float* rows, int64_t row_stride, int64_t num_rows, int64_t dim, float* out) {
+    for (int64_t j = 0; j < num_rows; ++j) out[j] = dot(q, rows + j * row_stride, dim);
+}
+
+void sum_rows_weighted(const float* weights, const float* rows, int64_t row_stride, int64_t num_rows,
+                       int64_t dim, float* out) {
+    for (int64_t j = 0; j < num_rows; ++j) {
+        const float* row = rows + j * row_stride;
+        for (int64_t d = 0; d < dim; ++d) out[d] += weights[j] * row[d];
+    }
+}
+
+void softmax(float* x, int64_t n, float scale) {
+    float max_value = -INFINITY;
+    for (int64_t j = 0; j < n; ++j) max_value = std::max(max_value, x[j] * scale);
+    float sum = 0.0f;
+    for (int64_t j = 0; j < n; ++j) sum += (x[j] = std::exp(x[j] * scale - max_value));
+    const float inv_sum = 1.0f / sum;
+    for (int64_t j = 0; j < n; ++j) x[j] *= inv_sum;
+}
+
+}  // namespace hichat::cpu::portable
