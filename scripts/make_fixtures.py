@@ -19,23 +19,33 @@ import transformers
 from transformers import (AutoModelForCausalLM, LlamaConfig, MistralConfig, Qwen2Config, Qwen3Config)
 
 VOCAB = 320
-COMMON = dict(vocab_size=VOCAB, hidden_size=64, intermediate_size=160, num_hidden_layers=2,
-              num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
+# Head dims are 64 or 128 so that the same fixtures run on the CUDA kernels.
+COMMON = dict(vocab_size=VOCAB, intermediate_size=160, num_hidden_layers=2, max_position_embeddings=2048,
               rms_norm_eps=1e-5, bos_token_id=1, eos_token_id=2)
 
 
 def cases():
-    yield "llama3", LlamaConfig(**COMMON, rope_parameters=dict(
-        rope_type="llama3", rope_theta=500000.0, factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
-        original_max_position_embeddings=64), tie_word_embeddings=False)
-    yield "llama_tied", LlamaConfig(**{**COMMON, "num_key_value_heads": 1}, head_dim=24,
-                                    tie_word_embeddings=True,
+    # GQA 2:1, head_dim 64 given (hidden / heads would be 16).
+    yield "llama3", LlamaConfig(**COMMON, hidden_size=64, num_attention_heads=4, num_key_value_heads=2, head_dim=64,
+                                rope_parameters=dict(rope_type="llama3", rope_theta=500000.0, factor=8.0,
+                                                     low_freq_factor=1.0, high_freq_factor=4.0,
+                                                     original_max_position_embeddings=64),
+                                tie_word_embeddings=False)
+    # Tied embeddings, GQA 4:1, head_dim 64 != hidden / heads.
+    yield "llama_tied", LlamaConfig(**COMMON, hidden_size=64, num_attention_heads=4, num_key_value_heads=1,
+                                    head_dim=64, tie_word_embeddings=True,
                                     rope_parameters=dict(rope_type="linear", rope_theta=10000.0, factor=2.0))
-    yield "qwen2", Qwen2Config(**COMMON, rope_parameters=dict(rope_type="default", rope_theta=1000000.0),
+    # q/k/v biases; head_dim derived: 128 / 2.
+    yield "qwen2", Qwen2Config(**COMMON, hidden_size=128, num_attention_heads=2, num_key_value_heads=1,
+                               rope_parameters=dict(rope_type="default", rope_theta=1000000.0),
                                tie_word_embeddings=False)
-    yield "qwen3", Qwen3Config(**COMMON, head_dim=32, rope_parameters=dict(rope_type="default",
-                               rope_theta=1000000.0), tie_word_embeddings=False)
-    yield "mistral", MistralConfig(**COMMON, rope_parameters=dict(rope_type="default", rope_theta=10000.0),
+    # q/k norms, head_dim 128.
+    yield "qwen3", Qwen3Config(**COMMON, hidden_size=64, num_attention_heads=2, num_key_value_heads=1, head_dim=128,
+                               rope_parameters=dict(rope_type="default", rope_theta=1000000.0),
+                               tie_word_embeddings=False)
+    # head_dim derived: 128 / 2; no GQA.
+    yield "mistral", MistralConfig(**COMMON, hidden_size=128, num_attention_heads=2, num_key_value_heads=2,
+                                   head_dim=None, rope_parameters=dict(rope_type="default", rope_theta=10000.0),
                                    sliding_window=None, tie_word_embeddings=False)
 
 

@@ -9,6 +9,7 @@
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/device_info.h"
+#include "backend/cuda/pinned_buffer.h"
 #include "backend/cuda/gemm.h"
 #include "backend/cuda/ops.h"
 #include "base/check.h"

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -10,7 +11,13 @@
 
 namespace hichat::testing {
 
-inline std::string fixture_dir(const std::string& name) { return std::string(HICHAT_FIXTURES_DIR) + "/" + name; }
+// HICHAT_FIXTURES_DIR in the environment overrides the path compiled in (for relocated test binaries).
+inline std::string fixtures_root() {
+    const char* env = std::getenv("HICHAT_FIXTURES_DIR");
+    return env != nullptr && *env != '\0' ? env : HICHAT_FIXTURES_DIR;
+}
+
+inline std::string fixture_dir(const std::string& name) { return fixtures_root() + "/" + name; }
 
 inline const std::vector<std::string>& fixture_names() {
     static const std::vector<std::string> kNames = {"llama3", "llama_tied", "qwen2", "qwen3", "mistral"};

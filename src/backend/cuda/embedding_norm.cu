@@ -1,0 +1,113 @@
+// Row ops on the residual stream: embedding lookup, RMSNorm, row gather, bias add.
+// Memory-bound: one block per row, 16-byte accesses when the row width and pointers allow it.
+#include "backend/cuda/kernel_util.cuh"
+#include "backend/cuda/ops.h"
+
+namespace hichat::cuda {
+namespace {
+
+using kernels::Bf16x8;
+
+constexpr int kRowThreads = 256;
+
+// out[row, :] = float(table[ids[row], :]).   vec: hidden % 8 == 0 and 16-byte aligned table/out rows.
+__global__ void embedding_kernel(const int32_t* ids, const bf16* table, int hidden, float* out, bool vec) {
+    const int row = blockIdx.x;
+    const bf16* src = table + static_cast<int64_t>(ids[row]) * hidden;
+    float* dst = out + static_cast<int64_t>(row) * hidden;
+    if (vec) {
+        for (int c = threadIdx.x; c < hidden / 8; c += blockDim.x) {
+            const Bf16x8 v = reinterpret_cast<const Bf16x8*>(src)[c];
+            float f[8];
+            kernels::bf16x8_to_float(v, f);
+            reinterpret_cast<float4*>(dst)[2 * c] = make_float4(f[0], f[1], f[2], f[3]);
+            reinterpret_cast<float4*>(dst)[2 * c + 1] = make_float4(f[4], f[5], f[6], f[7]);
+        }
+    } else {
+        for (int i = threadIdx.x; i < hidden; i += blockDim.x) dst[i] = __bfloat162float(src[i]);
+    }
+}
+
+// out = bf16(w * (x * inv_rms)) in the order of the CPU reference. vec: dim % 4 == 0, aligned rows.
+__global__ void rms_norm_kernel(const float* x, int dim, const bf16* w, float eps, bf16* out, bool vec) {
+    __shared__ float scratch[32];
+    const int row = blockIdx.x;
+    const float* xr = x + static_cast<int64_t>(row) * dim;
+    bf16* yr = out + static_cast<int64_t>(row) * dim;
+    float sum_sq = 0.0f;
+    if (vec) {
+        for (int c = threadIdx.x; c < dim / 4; c += blockDim.x) {
+            const float4 v = reinterpret_cast<const float4*>(xr)[c];
+            sum_sq += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+        }
+    } else {
+        for (int i = threadIdx.x; i < dim; i += blockDim.x) sum_sq += xr[i] * xr[i];
+    }
+    const float mean = kernels::block_sum(sum_sq, scratch) / static_cast<float>(dim);
+    const float inv_rms = 1.0f / sqrtf(mean + eps);
+    if (vec) {
+        for (int c = threadIdx.x; c < dim / 4; c += blockDim.x) {
+            const float4 v = reinterpret_cast<const float4*>(xr)[c];
+            const __nv_bfloat162 w01 = reinterpret_cast<const __nv_bfloat162*>(w)[2 * c];
+            const __nv_bfloat162 w23 = reinterpret_cast<const __nv_bfloat162*>(w)[2 * c + 1];
+            const float2 fw01 = __bfloat1622float2(w01), fw23 = __bfloat1622float2(w23);
+            __nv_bfloat162* dst = reinterpret_cast<__nv_bfloat162*>(yr) + 2 * c;
+            dst[0] = __floats2bfloat162_rn(fw01.x * (v.x * inv_rms), fw01.y * (v.y * inv_rms));
+            dst[1] = __floats2bfloat162_rn(fw23.x * (v.z * inv_rms), fw23.y * (v.w * inv_rms));
+        }
+    } else {
+        for (int i = threadIdx.x; i < dim; i += blockDim.x)
+            yr[i] = __float2bfloat16(__bfloat162float(w[i]) * (xr[i] * inv_rms));
+    }
+}
+
+__global__ void gather_rows_kernel(const float* x, const int32_t* rows, int dim, float* out, bool vec) {
+    const float* src = x + static_cast<int64_t>(rows[blockIdx.x]) * dim;
+    float* dst = out + static_cast<int64_t>(blockIdx.x) * dim;
+    if (vec) {
+        for (int c = threadIdx.x; c < dim / 4; c += blockDim.x)
+            reinterpret_cast<float4*>(dst)[c] = reinterpret_cast<const float4*>(src)[c];
+    } else {
+        for (int i = threadIdx.x; i < dim; i += blockDim.x) dst[i] = src[i];
+    }
+}
+
+__global__ void add_bias_kernel(bf16* x, const bf16* bias, int cols) {
+    bf16* row = x + static_cast<int64_t>(blockIdx.x) * cols;
+    for (int i = threadIdx.x; i < cols; i += blockDim.x)
+        row[i] = __float2bfloat16(__bfloat162float(row[i]) + __bfloat162float(bias[i]));
+}
+
+}  // namespace
+
+cudaError_t embedding(const int32_t* ids, int num_tokens, const bf16* table, int hidden, float* out,
+                      cudaStream_t stream) {
+    if (num_tokens <= 0 || hidden <= 0) return num_tokens < 0 || hidden < 0 ? cudaErrorInvalidValue : cudaSuccess;
+    const bool vec = hidden % 8 == 0 && kernels::host_aligned16(table) && kernels::host_aligned16(out);
+    embedding_kernel<<<num_tokens, kRowThreads, 0, stream>>>(ids, table, hidden, out, vec);
+    return cudaGetLastError();
+}
+
+cudaError_t rms_norm(const float* x, int rows, int dim, const bf16* w, float eps, bf16* out, cudaStream_t stream) {
+    if (rows <= 0 || dim <= 0) return rows < 0 || dim < 0 ? cudaErrorInvalidValue : cudaSuccess;
+    // float4 of x, two bf16x2 of w and out: 16-byte x rows, 8-byte w and out rows.
+    const bool vec = dim % 4 == 0 && kernels::host_aligned16(x) && (reinterpret_cast<uintptr_t>(w) % 8) == 0 &&
+                     (reinterpret_cast<uintptr_t>(out) % 8) == 0;
+    rms_norm_kernel<<<rows, kRowThreads, 0, stream>>>(x, dim, w, eps, out, vec);
+    return cudaGetLastError();
+}
+
+cudaError_t gather_rows(const float* x, const int32_t* rows, int num_rows, int dim, float* out, cudaStream_t stream) {
+    if (num_rows <= 0 || dim <= 0) return num_rows < 0 || dim < 0 ? cudaErrorInvalidValue : cudaSuccess;
+    const bool vec = dim % 4 == 0 && kernels::host_aligned16(x) && kernels::host_aligned16(out);
+    gather_rows_kernel<<<num_rows, kRowThreads, 0, stream>>>(x, rows, dim, out, vec);
+    return cudaGetLastError();
+}
+
+cudaError_t add_bias_bf16(bf16* x, const bf16* bias, int rows, int cols, cudaStream_t stream) {
+    if (rows <= 0 || cols <= 0) return rows < 0 || cols < 0 ? cudaErrorInvalidValue : cudaSuccess;
+    add_bias_kernel<<<rows, kRowThreads, 0, stream>>>(x, bias, cols);
+    return cudaGetLastError();
+}
+
+}  // namespace hichat::cuda

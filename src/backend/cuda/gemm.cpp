@@ -1,0 +1,134 @@
+// Gemm over cuBLASLt. Row-major D[m, n] = A[m, k] W[n, k]^T is, in cuBLAS's column-major terms,
+// D^T[n, m] = W^T^T A^T: the weight goes in as cuBLAS's A with op T, the activations as B with op N.
+// Descriptors and the heuristic's algorithm are built once per (m, n, k, out, accumulate, alignment).
+#include "backend/cuda/gemm.h"
+
+#include <cublasLt.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <tuple>
+
+#include "backend/cuda/device_buffer.h"
+#include "base/check.h"
+
+namespace hichat::cuda {
+namespace {
+
+#define CUBLASLT_CHECK(call)                                                              \
+    do {                                                                                  \
+        const cublasStatus_t hichat_st_ = (call);                                         \
+        CHECK(hichat_st_ == CUBLAS_STATUS_SUCCESS) << #call << ": " << cublasLtGetStatusString(hichat_st_); \
+    } while (0)
+
+struct PlanKey {
+    int m, n, k;
+    GemmOut out;
+    bool accumulate;
+    int alignment_bytes;   // smallest alignment of the three pointers, capped at 16
+    bool operator<(const PlanKey& o) const {
+        return std::tie(m, n, k, out, accumulate, alignment_bytes) <
+               std::tie(o.m, o.n, o.k, o.out, o.accumulate, o.alignment_bytes);
+    }
+};
+
+// One shape's descriptors and algorithm; owns the cuBLASLt descriptors.
+struct Plan {
+    cublasLtMatmulDesc_t op = nullptr;
+    cublasLtMatrixLayout_t w_layout = nullptr, a_layout = nullptr, d_layout = nullptr;
+    cublasLtMatmulAlgo_t algo{};
+    bool has_algo = false;
+
+    Plan() = default;
+    Plan(const Plan&) = delete;
+    Plan& operator=(const Plan&) = delete;
+    ~Plan() {
+        if (d_layout != nullptr) cublasLtMatrixLayoutDestroy(d_layout);
+        if (a_layout != nullptr) cublasLtMatrixLayoutDestroy(a_layout);
+        if (w_layout != nullptr) cublasLtMatrixLayoutDestroy(w_layout);
+        if (op != nullptr) cublasLtMatmulDescDestroy(op);
+    }
+};
+
+int pointer_alignment(const void* p) {
+    const auto v = reinterpret_cast<uintptr_t>(p);
+    int a = 16;
+    while (a > 1 && (v % a) != 0) a /= 2;
+    return a;
+}
+
+}  // namespace
+
+struct Gemm::Impl {
+    cublasLtHandle_t handle = nullptr;
+    DeviceBuffer workspace;
+    std::map<PlanKey, Plan> plans;
+
+    Plan& plan_for(const PlanKey& key);
+};
+
+Plan& Gemm::Impl::plan_for(const PlanKey& key) {
+    auto it = plans.find(key);
+    if (it != plans.end()) return it->second;
+    Plan& p = plans[key];
+    const cudaDataType_t d_type = key.out == GemmOut::kF32 ? CUDA_R_32F : CUDA_R_16BF;
+    CUBLASLT_CHECK(cublasLtMatmulDescCreate(&p.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t trans_w = CUBLAS_OP_T, trans_a = CUBLAS_OP_N;
+    CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_w, sizeof(trans_w)));
+    CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &trans_a, sizeof(trans_a)));
+    // Column-major views: W^T is [k, n] (ld k), A^T is [k, m] (ld k), D^T is [n, m] (ld n).
+    CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p.w_layout, CUDA_R_16BF, key.k, key.n, key.k));
+    CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p.a_layout, CUDA_R_16BF, key.k, key.m, key.k));
+    CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p.d_layout, d_type, key.n, key.m, key.n));
+
+    cublasLtMatmulPreference_t pref = nullptr;
+    CUBLASLT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    const size_t ws_bytes = workspace.num_bytes();
+    CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
+                                                        sizeof(ws_bytes)));
+    const uint32_t align = static_cast<uint32_t>(key.alignment_bytes);
+    for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                      CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
+        CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof(align)));
+    cublasLtMatmulHeuristicResult_t result{};
+    int num_results = 0;
+    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle, p.op, p.w_layout, p.a_layout, p.d_layout,
+                                                             p.d_layout, pref, 1, &result, &num_results);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (st == CUBLAS_STATUS_SUCCESS && num_results > 0) {
+        p.algo = result.algo;
+        p.has_algo = true;
+    }
+    return p;
+}
+
+Gemm::Gemm(size_t workspace_bytes) : impl_(std::make_unique<Impl>()) {
+    CUBLASLT_CHECK(cublasLtCreate(&impl_->handle));
+    impl_->workspace = DeviceBuffer(workspace_bytes);
+}
+
+Gemm::~Gemm() {
+    impl_->plans.clear();
+    if (impl_->handle != nullptr) cublasLtDestroy(impl_->handle);
+}
+
+cudaError_t Gemm::run(const __nv_bfloat16* a, const __nv_bfloat16* w, void* d, GemmOut out_type, int m, int n, int k,
+                      bool accumulate, cudaStream_t stream) {
+    if (m < 0 || n < 0 || k < 0) return cudaErrorInvalidValue;
+    if (m == 0 || n == 0) return cudaSuccess;
+    if (accumulate && out_type != GemmOut::kF32) return cudaErrorInvalidValue;
+    const int alignment = std::min({pointer_alignment(a), pointer_alignment(w), pointer_alignment(d)});
+    const PlanKey key{m, n, k, out_type, accumulate, alignment};
+    Plan& p = impl_->plan_for(key);
+    if (!p.has_algo) return cudaErrorNotSupported;
+    const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+    const cublasStatus_t st =
+        cublasLtMatmul(impl_->handle, p.op, &alpha, w, p.w_layout, a, p.a_layout, &beta, d, p.d_layout, d,
+                       p.d_layout, &p.algo, impl_->workspace.data(), impl_->workspace.num_bytes(), stream);
+    if (st != CUBLAS_STATUS_SUCCESS) return cudaErrorUnknown;
+    return cudaGetLastError();
+}
+
+}  // namespace hichat::cuda

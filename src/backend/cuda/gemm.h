@@ -1,0 +1,32 @@
+// Gemm: bf16 matrix products through cuBLASLt. D[m, n] = A[m, k] * W[n, k]^T (+ D when accumulate),
+// A and W bf16 row-major, D bf16 or fp32, fp32 accumulation. Owns the cuBLASLt handle and its
+// workspace (allocated once); caches algorithm choices per shape. One stream's thread at a time.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <memory>
+
+namespace hichat::cuda {
+
+enum class GemmOut { kBf16, kF32 };
+
+class Gemm {
+public:
+    explicit Gemm(size_t workspace_bytes = 32 << 20);   // CHECK-fails if cuBLASLt cannot start
+    ~Gemm();
+    Gemm(const Gemm&) = delete;
+    Gemm& operator=(const Gemm&) = delete;
+
+    // accumulate: D += A * W^T (D must be fp32). Returns cudaSuccess or an error (e.g. no algorithm).
+    cudaError_t run(const __nv_bfloat16* a, const __nv_bfloat16* w, void* d, GemmOut out_type, int m, int n, int k,
+                    bool accumulate, cudaStream_t stream);
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hichat::cuda

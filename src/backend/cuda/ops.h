@@ -1,0 +1,80 @@
+// CUDA ops of the forward pass. Pure launchers (style rule 8): device pointers, sizes, a stream and
+// caller-provided workspace in, cudaError_t out; they never allocate, free, sync, log or throw.
+// Layouts: activations row-major; the residual stream x is fp32, GEMM inputs bf16; KV cache bf16,
+// paged: k_cache/v_cache [num_blocks, block_size, num_kv_heads, head_dim], token slot s lives at
+// block s / block_size, offset s % block_size (slot = block_id * block_size + offset).
+// This header is plain C++ (no CUDA headers beyond the runtime types) so that executor/ can include it.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace hichat::cuda {
+
+using bf16 = __nv_bfloat16;
+
+// out[i, :] = table[ids[i], :] as fp32.                       table [vocab, hidden] bf16
+cudaError_t embedding(const int32_t* ids, int num_tokens, const bf16* table, int hidden, float* out,
+                      cudaStream_t stream);
+
+// out[i, :] = bf16(x[i, :] / rms(x[i, :]) * w).               x [rows, dim] fp32, w [dim] bf16
+cudaError_t rms_norm(const float* x, int rows, int dim, const bf16* w, float eps, bf16* out, cudaStream_t stream);
+
+// On the fused projection qkv [T, (num_heads + 2 * num_kv_heads) * head_dim] bf16 (q heads, then k, then v):
+// adds bias (nullable, same width), applies per-head RMSNorm to q and k when q_norm/k_norm are given
+// ([head_dim] bf16, Qwen3), rotates q and k (rotate-half RoPE: pairs (j, j + head_dim/2), angle
+// positions[t] * inv_freq[j]), writes q to q_out [T, num_heads * head_dim] bf16 and k, v into the
+// paged cache at slot_mapping[t].
+struct QkvRopeParams {
+    const bf16* qkv;             // [T, width]
+    const bf16* bias;            // [width] or null
+    const bf16* q_norm;          // [head_dim] or null
+    const bf16* k_norm;          // [head_dim] or null
+    float norm_eps;
+    const int32_t* positions;    // [T]
+    const float* inv_freq;       // [head_dim / 2]
+    const int32_t* slot_mapping; // [T]
+    int num_tokens, num_heads, num_kv_heads, head_dim;
+    bf16* q_out;                 // [T, num_heads * head_dim]
+    bf16* k_cache;               // paged
+    bf16* v_cache;               // paged
+};
+cudaError_t qkv_rope_kv_write(const QkvRopeParams& p, cudaStream_t stream);
+
+// Per-step batch layout shared by every layer (built once per step by the runner).
+struct AttentionMetadata {
+    const int32_t* cu_seqlens_q;   // [num_seqs + 1] prefix sums of new tokens per sequence
+    const int32_t* seq_lens_kv;    // [num_seqs] tokens in the cache after this step (pos0 + new)
+    const int32_t* block_tables;   // [num_seqs, max_blocks_per_seq], unused entries -1
+    int num_seqs = 0;
+    int num_tokens = 0;            // total new tokens (== cu_seqlens_q[num_seqs])
+    int max_blocks_per_seq = 0;
+    int max_seq_len_q = 0;         // largest new-token count of one sequence (1 for pure decode)
+    int max_seq_len_kv = 0;        // largest seq_lens_kv
+};
+
+// Causal attention over the paged cache, GQA-aware. Query token i of sequence s sits at position
+// seq_lens_kv[s] - (new tokens of s) + i and attends to keys 0 .. that position.
+// q [T, num_heads * head_dim] bf16 -> out [T, num_heads * head_dim] bf16. head_dim 64 or 128.
+// workspace: attention_workspace_bytes(...) bytes (split-KV partials for long decodes); may be null if 0.
+size_t attention_workspace_bytes(int max_num_tokens, int num_heads, int head_dim, int max_seq_len_kv);
+cudaError_t paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const AttentionMetadata& meta,
+                            int num_heads, int num_kv_heads, int head_dim, int block_size, float scale, bf16* out,
+                            void* workspace, size_t workspace_bytes, cudaStream_t stream);
+
+// out[t, j] = silu(gate_up[t, j]) * gate_up[t, I + j].         gate_up [T, 2I] bf16, out [T, I] bf16
+cudaError_t silu_mul(const bf16* gate_up, int num_tokens, int intermediate, bf16* out, cudaStream_t stream);
+
+// out[r, :] = x[rows[r], :].                                   x [*, dim] fp32
+cudaError_t gather_rows(const float* x, const int32_t* rows, int num_rows, int dim, float* out, cudaStream_t stream);
+
+// out[i] = argmax(logits[i, :]) (lowest index on ties).        logits [rows, vocab] fp32
+cudaError_t argmax_rows(const float* logits, int rows, int vocab, int32_t* out, cudaStream_t stream);
+
+// Host-side helper for converting weights at load time (not a hot-path op).
+cudaError_t add_bias_bf16(bf16* x, const bf16* bias, int rows, int cols, cudaStream_t stream);
+
+}  // namespace hichat::cuda

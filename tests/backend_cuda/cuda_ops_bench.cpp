@@ -1,0 +1,202 @@
+// cuda_ops_bench: times each CUDA op at Llama-3-8B-like sizes with CUDA events (3 warm-ups, median of
+// 20) and prints achieved bandwidth (bytes each input read once + each output written once) or FLOP
+// rate. Inputs are random; not a test (no reference), run by hand on a GPU machine.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "backend/cuda/cuda_check.h"
+#include "backend/cuda/device_buffer.h"
+#include "backend/cuda/device_info.h"
+#include "backend/cuda/gemm.h"
+#include "backend/cuda/ops.h"
+
+namespace hichat::cuda {
+namespace {
+
+// Fills a buffer with random bf16 in [-1, 1) (or fp32 when f32): one host block of up to 4M random
+// values, copied over the buffer at a random shift per copy (generating GBs on the host is too slow).
+DeviceBuffer random_buffer(size_t num_elems, bool f32, std::mt19937& rng) {
+    const size_t elem_bytes = f32 ? 4 : 2;
+    DeviceBuffer buf(num_elems * elem_bytes);
+    const size_t block = std::min<size_t>(num_elems, size_t{1} << 22);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> h32(f32 ? 2 * block : 0);
+    std::vector<bf16> h16(f32 ? 0 : 2 * block);
+    for (size_t i = 0; i < 2 * block; ++i) {
+        if (f32) h32[i] = dist(rng); else h16[i] = __float2bfloat16(dist(rng));
+    }
+    const char* src = f32 ? reinterpret_cast<const char*>(h32.data()) : reinterpret_cast<const char*>(h16.data());
+    for (size_t done = 0; done < num_elems; done += block) {
+        const size_t n = std::min(block, num_elems - done), shift = rng() % block;
+        CUDA_CHECK(cudaMemcpy(buf.as<char>() + done * elem_bytes, src + shift * elem_bytes, n * elem_bytes,
+                              cudaMemcpyHostToDevice));
+    }
+    return buf;
+}
+
+template <typename T>
+DeviceBuffer upload(const std::vector<T>& h) {
+    DeviceBuffer buf(h.size() * sizeof(T));
+    CUDA_CHECK(cudaMemcpy(buf.data(), h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice));
+    return buf;
+}
+
+// Median milliseconds of one call of fn.
+double time_ms(const std::function<cudaError_t()>& fn) {
+    for (int i = 0; i < 3; ++i) CUDA_CHECK(fn());
+    CUDA_CHECK(cudaDeviceSynchronize());
+    cudaEvent_t start, stop;
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
+    std::vector<float> ms(20);
+    for (float& t : ms) {
+        CUDA_CHECK(cudaEventRecord(start));
+        CUDA_CHECK(fn());
+        CUDA_CHECK(cudaEventRecord(stop));
+        CUDA_CHECK(cudaEventSynchronize(stop));
+        CUDA_CHECK(cudaEventElapsedTime(&t, start, stop));
+    }
+    CUDA_CHECK(cudaEventDestroy(start));
+    CUDA_CHECK(cudaEventDestroy(stop));
+    std::sort(ms.begin(), ms.end());
+    return ms[ms.size() / 2];
+}
+
+void report_bytes(const char* name, double ms, double bytes) {
+    std::printf("%-44s %9.4f ms %8.1f GB/s\n", name, ms, bytes / (ms * 1e-3) / 1e9);
+}
+void report_flops(const char* name, double ms, double flops) {
+    std::printf("%-44s %9.4f ms %8.1f TFLOP/s\n", name, ms, flops / (ms * 1e-3) / 1e12);
+}
+
+void bench_gemm(std::mt19937& rng) {
+    Gemm gemm;
+    for (int m : {1, 16, 64, 4096}) {
+        const int n = 4096 * 3, k = 4096;
+        DeviceBuffer a = random_buffer(size_t{1} * m * k, false, rng), w = random_buffer(size_t{1} * n * k, false, rng);
+        DeviceBuffer d = random_buffer(size_t{1} * m * n, true, rng);
+        const double ms = time_ms([&] {
+            return gemm.run(a.as<bf16>(), w.as<bf16>(), d.data(), GemmOut::kBf16, m, n, k, false, nullptr);
+        });
+        char name[64];
+        std::snprintf(name, sizeof(name), "gemm bf16 m=%d n=%d k=%d", m, n, k);
+        if (m >= 1024)
+            report_flops(name, ms, 2.0 * m * n * k);
+        else
+            report_bytes(name, ms, 2.0 * n * k + 2.0 * m * (n + k));
+    }
+}
+
+void bench_row_ops(std::mt19937& rng) {
+    const int rows = 4096, dim = 4096, inter = 14336;
+    DeviceBuffer x = random_buffer(size_t{1} * rows * dim, true, rng), w = random_buffer(dim, false, rng);
+    DeviceBuffer y = random_buffer(size_t{1} * rows * dim, false, rng);
+    report_bytes("rms_norm 4096x4096", time_ms([&] {
+                     return rms_norm(x.as<float>(), rows, dim, w.as<bf16>(), 1e-5f, y.as<bf16>(), nullptr);
+                 }),
+                 6.0 * rows * dim);
+    DeviceBuffer gu = random_buffer(size_t{2} * rows * inter, false, rng), act = random_buffer(size_t{1} * rows * inter, false, rng);
+    report_bytes("silu_mul 4096x14336", time_ms([&] {
+                     return silu_mul(gu.as<bf16>(), rows, inter, act.as<bf16>(), nullptr);
+                 }),
+                 6.0 * rows * inter);
+    const int vocab = 128256, num_logit_rows = 256;
+    DeviceBuffer logits = random_buffer(size_t{1} * num_logit_rows * vocab, true, rng);
+    DeviceBuffer ids(num_logit_rows * 4);
+    report_bytes("argmax 256x128256", time_ms([&] {
+                     return argmax_rows(logits.as<float>(), num_logit_rows, vocab, ids.as<int32_t>(), nullptr);
+                 }),
+                 4.0 * num_logit_rows * vocab);
+}
+
+// Llama-3-8B attention shapes: 32 query heads, 8 kv heads, head_dim 128, block size 16.
+struct AttentionSetup {
+    int num_seqs, num_new, kv_len;
+    DeviceBuffer q, k, v, out, cu, lens, tables, workspace;
+    AttentionMetadata meta;
+};
+
+AttentionSetup make_attention(int num_seqs, int num_new, int kv_len, std::mt19937& rng) {
+    const int h = 32, kvh = 8, d = 128, bs = 16;
+    AttentionSetup s{num_seqs, num_new, kv_len, {}, {}, {}, {}, {}, {}, {}, {}, {}};
+    const int blocks_per_seq = (kv_len + bs - 1) / bs, num_blocks = num_seqs * blocks_per_seq;
+    std::vector<int32_t> tables(num_blocks);
+    std::iota(tables.begin(), tables.end(), 0);
+    std::shuffle(tables.begin(), tables.end(), rng);
+    std::vector<int32_t> cu(num_seqs + 1), lens(num_seqs, kv_len);
+    for (int i = 0; i <= num_seqs; ++i) cu[i] = i * num_new;
+    s.q = random_buffer(size_t{1} * num_seqs * num_new * h * d, false, rng);
+    s.k = random_buffer(size_t{1} * num_blocks * bs * kvh * d, false, rng);
+    s.v = random_buffer(size_t{1} * num_blocks * bs * kvh * d, false, rng);
+    s.out = DeviceBuffer(size_t{2} * num_seqs * num_new * h * d);
+    s.cu = upload(cu);
+    s.lens = upload(lens);
+    s.tables = upload(tables);
+    s.workspace = DeviceBuffer(std::max<size_t>(16, attention_workspace_bytes(num_seqs * num_new, h, d, kv_len)));
+    s.meta = AttentionMetadata{s.cu.as<int32_t>(), s.lens.as<int32_t>(), s.tables.as<int32_t>(), num_seqs,
+                               num_seqs * num_new, blocks_per_seq, num_new, kv_len};
+    return s;
+}
+
+double run_attention(AttentionSetup& s) {
+    return time_ms([&] {
+        return paged_attention(s.q.as<bf16>(), s.k.as<bf16>(), s.v.as<bf16>(), s.meta, 32, 8, 128, 16,
+                               0.08838834764f, s.out.as<bf16>(), s.workspace.data(), s.workspace.num_bytes(),
+                               nullptr);
+    });
+}
+
+void bench_attention(std::mt19937& rng) {
+    for (auto [seqs, len] : {std::pair{64, 4096}, std::pair{256, 1024}, std::pair{8, 8192}, std::pair{1, 32768}}) {
+        AttentionSetup s = make_attention(seqs, 1, len, rng);
+        char name[64];
+        std::snprintf(name, sizeof(name), "decode attention %d seqs x %d ctx", seqs, len);
+        report_bytes(name, run_attention(s), 2.0 * 2 * seqs * static_cast<double>(len) * 8 * 128);
+    }
+    for (auto [seqs, len] : {std::pair{1, 4096}, std::pair{8, 1024}}) {
+        AttentionSetup s = make_attention(seqs, len, len, rng);
+        char name[64];
+        std::snprintf(name, sizeof(name), "prefill attention %d seqs x %d", seqs, len);
+        report_flops(name, run_attention(s), 4.0 * seqs * (static_cast<double>(len) * len / 2) * 128 * 32);
+    }
+}
+
+void bench_rope(std::mt19937& rng) {
+    const int t = 4096, h = 32, kvh = 8, d = 128, width = (h + 2 * kvh) * d;
+    DeviceBuffer qkv = random_buffer(size_t{1} * t * width, false, rng), q = random_buffer(size_t{1} * t * h * d, false, rng);
+    DeviceBuffer kc = random_buffer(size_t{1} * t * kvh * d, false, rng), vc = random_buffer(size_t{1} * t * kvh * d, false, rng);
+    std::vector<int32_t> pos(t);
+    std::iota(pos.begin(), pos.end(), 0);
+    std::vector<float> inv_freq(d / 2);
+    for (int j = 0; j < d / 2; ++j) inv_freq[j] = std::pow(5e5f, -2.0f * j / d);
+    DeviceBuffer d_pos = upload(pos), d_slots = upload(pos), d_freq = upload(inv_freq);
+    QkvRopeParams p{qkv.as<bf16>(), nullptr, nullptr, nullptr, 1e-6f, d_pos.as<int32_t>(), d_freq.as<float>(),
+                    d_slots.as<int32_t>(), t, h, kvh, d, q.as<bf16>(), kc.as<bf16>(), vc.as<bf16>()};
+    report_bytes("qkv_rope_kv_write 4096 tokens 32/8x128", time_ms([&] { return qkv_rope_kv_write(p, nullptr); }),
+                 4.0 * t * width);
+}
+
+}  // namespace
+}  // namespace hichat::cuda
+
+int main() {
+    using namespace hichat::cuda;
+    if (!cuda_device_available()) {
+        std::printf("SKIPPED: no CUDA device\n");
+        return 0;
+    }
+    std::setvbuf(stdout, nullptr, _IOLBF, 0);
+    std::mt19937 rng(1234);
+    bench_row_ops(rng);
+    bench_rope(rng);
+    bench_attention(rng);
+    bench_gemm(rng);
+    return 0;
+}

@@ -1,0 +1,102 @@
+// Gemm (cuBLASLt) against cpu::linear: bf16 and fp32 outputs, accumulate into fp32 (residual add),
+// odd shapes, and pointers that are only 2-byte aligned.
+#include <thread>
+#include <type_traits>
+
+#include "backend/cpu/ops.h"
+#include "backend/cuda/gemm.h"
+#include "cuda_test_util.h"
+
+namespace hichat::cuda {
+namespace {
+
+using namespace testing;
+using bf16 = __nv_bfloat16;
+
+ThreadPool& pool() {
+    static ThreadPool p(static_cast<int>(std::max(1u, std::min(16u, std::thread::hardware_concurrency()))));
+    return p;
+}
+
+struct GemmCase {
+    int m, n, k;
+};
+
+class GemmTest : public CudaTest {};
+
+void check_gemm(Gemm& gemm, const GemmCase& c, GemmOut out_type, bool accumulate, int offset_elems) {
+    const uint32_t seed = fresh_seed();
+    SCOPED_TRACE(::testing::Message() << "m " << c.m << " n " << c.n << " k " << c.k << " f32 "
+                                      << (out_type == GemmOut::kF32) << " acc " << accumulate << " offset "
+                                      << offset_elems << " seed " << seed);
+    std::mt19937 rng(seed);
+    const auto a_bits = to_bf16(random_floats(rng, size_t{1} * c.m * c.k));
+    const auto w_bits = to_bf16(random_floats(rng, size_t{1} * c.n * c.k));
+    const auto d0 = random_floats(rng, size_t{1} * c.m * c.n, -4.0f, 4.0f);
+    std::vector<float> ref(d0.size());
+    const auto a = from_bf16(a_bits);
+    cpu::linear(a.data(), c.m, bf16_weight(w_bits, {c.n, c.k}), nullptr, ref.data(), pool());
+    if (accumulate)
+        for (size_t i = 0; i < ref.size(); ++i) ref[i] += d0[i];
+
+    // The offset shifts every pointer by offset_elems elements inside a larger buffer.
+    auto with_offset = [&](const auto& host) {
+        using T = typename std::decay_t<decltype(host)>::value_type;
+        std::vector<T> padded(host.size() + offset_elems);
+        std::copy(host.begin(), host.end(), padded.begin() + offset_elems);
+        return padded;
+    };
+    DeviceBuffer d_a = upload(with_offset(a_bits)), d_w = upload(with_offset(w_bits));
+    const size_t out_bytes = (d0.size() + offset_elems) * (out_type == GemmOut::kF32 ? 4 : 2);
+    DeviceBuffer d_d = accumulate ? upload(with_offset(d0)) : poisoned(out_bytes);
+    const int out_size = out_type == GemmOut::kF32 ? 4 : 2;
+    void* d_ptr = static_cast<char*>(d_d.data()) + size_t{1} * offset_elems * out_size;
+    ASSERT_EQ(gemm.run(d_a.as<bf16>() + offset_elems, d_w.as<bf16>() + offset_elems, d_ptr, out_type, c.m, c.n, c.k,
+                       accumulate, nullptr),
+              cudaSuccess);
+    std::vector<float> out;
+    if (out_type == GemmOut::kF32) {
+        const auto all = download<float>(d_d, d0.size() + offset_elems);
+        out.assign(all.begin() + offset_elems, all.end());
+    } else {
+        const auto all = from_bf16(download<uint16_t>(d_d, d0.size() + offset_elems));
+        out.assign(all.begin() + offset_elems, all.end());
+    }
+    EXPECT_EQ(count_nan(out), 0u);
+    // fp32 accumulation on both sides: only summation order differs. bf16 output adds one rounding.
+    EXPECT_LT(relative_error(out, ref), out_type == GemmOut::kF32 ? 1e-4 : 4e-3);
+}
+
+TEST_F(GemmTest, MatchesCpuLinear) {
+    Gemm gemm;
+    const GemmCase cases[] = {{1, 64, 64}, {7, 200, 1000}, {19, 896, 64}, {111, 1536, 2048}, {989, 512, 896}};
+    for (const GemmCase& c : cases) {
+        check_gemm(gemm, c, GemmOut::kBf16, false, 0);
+        check_gemm(gemm, c, GemmOut::kF32, false, 0);
+        check_gemm(gemm, c, GemmOut::kF32, true, 0);
+    }
+}
+
+TEST_F(GemmTest, CachedPlansGiveTheSameAnswerTwice) {
+    Gemm gemm;
+    for (int round = 0; round < 2; ++round) {
+        check_gemm(gemm, {19, 256, 512}, GemmOut::kF32, true, 0);
+        check_gemm(gemm, {1, 256, 512}, GemmOut::kBf16, false, 0);
+    }
+}
+
+TEST_F(GemmTest, OddShapesAndUnalignedPointers) {
+    Gemm gemm;
+    check_gemm(gemm, {7, 19, 32}, GemmOut::kF32, false, 1);
+    check_gemm(gemm, {3, 40, 64}, GemmOut::kBf16, false, 3);
+    check_gemm(gemm, {5, 24, 48}, GemmOut::kF32, true, 2);
+}
+
+TEST_F(GemmTest, RejectsBf16Accumulate) {
+    Gemm gemm;
+    EXPECT_EQ(gemm.run(nullptr, nullptr, nullptr, GemmOut::kBf16, 4, 4, 4, true, nullptr), cudaErrorInvalidValue);
+    EXPECT_EQ(gemm.run(nullptr, nullptr, nullptr, GemmOut::kF32, 0, 4, 4, false, nullptr), cudaSuccess);
+}
+
+}  // namespace
+}  // namespace hichat::cuda
