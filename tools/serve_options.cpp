@@ -3,11 +3,12 @@
 #include <filesystem>
 
 #include "cli_args.h"
+#include "default_model.h"
 
 namespace hichat::tools {
 
 const char* const kServeUsage =
-    "  serve    --model DIR [--host 127.0.0.1] [--port 8000] [--served-model-name NAME]\n"
+    "  serve    [--model DIR (default: models/default)] [--host 127.0.0.1] [--port 8000] [--served-model-name NAME]\n"
     "           [--api-key KEY]... [--api-key-file FILE] [--rate-limit-rpm N] [--rate-limit-tpm N]\n"
     "           [--max-concurrent-per-key N] [--deny-list FILE] [--access-log FILE|-]\n"
     "           [--tls-cert PEM --tls-key PEM] [--io-threads N] [--threads N]\n"
@@ -36,9 +37,9 @@ Result<ServeOptions> parse_serve_options(const std::vector<std::string>& args) {
         {});
     HICHAT_RETURN_IF_ERROR(flags.status());
     ServeOptions o;
-    auto dir = flags->required("model");
-    HICHAT_RETURN_IF_ERROR(dir.status());
-    o.model_dir = *dir;
+    o.model_dir = flags->get("model", "");
+    if (o.model_dir.empty()) o.model_dir = default_model_dir();
+    if (o.model_dir.empty()) return invalid_argument("--model is required (no default model found beside the executable)");
     o.served_model_name = flags->get("served-model-name", "");
     if (o.served_model_name.empty()) {
         o.served_model_name = std::filesystem::path(o.model_dir).lexically_normal().filename().string();
