@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "bench_engine_command.h"
+#include "bench_serve_command.h"
 #include "generate_command.h"
 #include "score_command.h"
 #include "serve_command.h"
@@ -24,7 +25,7 @@ constexpr const char* kUsage =
 }  // namespace
 
 int main(int argc, char** argv) {
-    const std::string usage = std::string(kUsage) + hichat::tools::kServeUsage;
+    const std::string usage = std::string(kUsage) + hichat::tools::kBenchServeUsage + hichat::tools::kServeUsage;
     if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
         std::fputs(usage.c_str(), argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
@@ -37,6 +38,9 @@ int main(int argc, char** argv) {
     if (command == "tokenize") return hichat::tools::tokenize_main(args);
     if (command == "bench" && !args.empty() && args[0] == "engine") {
         return hichat::tools::bench_engine_main({args.begin() + 1, args.end()});
+    }
+    if (command == "bench" && !args.empty() && args[0] == "serve") {
+        return hichat::tools::bench_serve_main({args.begin() + 1, args.end()});
     }
     std::fprintf(stderr, "hichat: unknown command '%s'\n%s", command.c_str(), usage.c_str());
     return 2;

@@ -1,0 +1,95 @@
+// Aggregates over hand-built outcomes, checked against values worked out by hand with vLLM's rules.
+#include "bench/benchmark_report.h"
+
+#include <gtest/gtest.h>
+
+#include <regex>
+
+namespace hichat::tools::bench {
+namespace {
+
+RequestOutcome success(double ttft_s, std::vector<double> itl_s, int num_output_tokens) {
+    RequestOutcome o;
+    o.success = true;
+    o.ttft_s = ttft_s;
+    double t = ttft_s;
+    for (double gap : itl_s) t += gap;
+    o.latency_s = t;
+    o.itl_s = std::move(itl_s);
+    o.num_prompt_tokens = 16;
+    o.num_output_tokens = num_output_tokens;
+    o.num_token_chunks = num_output_tokens;
+    return o;
+}
+
+LoadResult sample_load() {
+    LoadResult load;
+    load.duration_s = 2.0;
+    load.max_concurrent_requests = 3;
+    load.outcomes.push_back(success(0.1, {0.2, 0.2, 0.2}, 4));  // e2e 0.7, tpot 0.6 / 3 = 0.2
+    load.outcomes.push_back(success(0.3, {0.1, 0.5}, 3));       // e2e 0.9, tpot 0.6 / 2 = 0.3
+    load.outcomes.push_back(success(0.2, {}, 1));               // e2e 0.2, no tpot (one token)
+    RequestOutcome failed;
+    failed.error = "HTTP 500: boom";
+    failed.num_prompt_tokens = 16;
+    load.outcomes.push_back(failed);
+    return load;
+}
+
+TEST(BenchmarkReport, AggregatesOnlySuccessfulRequests) {
+    const BenchmarkReport r = make_report(sample_load());
+    EXPECT_EQ(r.num_completed, 3);
+    EXPECT_EQ(r.num_failed, 1);
+    EXPECT_EQ(r.num_input_tokens, 48);
+    EXPECT_EQ(r.num_output_tokens, 8);
+    EXPECT_DOUBLE_EQ(r.request_throughput, 1.5);
+    EXPECT_DOUBLE_EQ(r.output_throughput, 4.0);
+    EXPECT_DOUBLE_EQ(r.total_token_throughput, 28.0);
+    EXPECT_EQ(r.max_concurrent_requests, 3);
+}
+
+TEST(BenchmarkReport, LatencyMetricsFollowVllm) {
+    const BenchmarkReport r = make_report(sample_load());
+    // TTFT over {0.1, 0.3, 0.2}
+    EXPECT_NEAR(r.ttft.mean_ms, 200, 1e-9);
+    EXPECT_NEAR(r.ttft.median_ms, 200, 1e-9);
+    EXPECT_NEAR(r.ttft.p99_ms, 200 + 0.98 * 100, 1e-9);
+    // TPOT per request with > 1 token: {0.2, 0.3}
+    EXPECT_NEAR(r.tpot.mean_ms, 250, 1e-9);
+    EXPECT_NEAR(r.tpot.p99_ms, 200 + 0.99 * 100, 1e-9);
+    // ITL pooled: {0.2, 0.2, 0.2, 0.1, 0.5}: mean 0.24, median 0.2, p99 at rank 3.96 between 0.2 and 0.5
+    EXPECT_NEAR(r.itl.mean_ms, 240, 1e-9);
+    EXPECT_NEAR(r.itl.median_ms, 200, 1e-9);
+    EXPECT_NEAR(r.itl.p99_ms, 200 + 0.96 * 300, 1e-9);
+    // E2E {0.7, 0.9, 0.2}
+    EXPECT_NEAR(r.e2el.mean_ms, 600, 1e-9);
+    EXPECT_NEAR(r.e2el.median_ms, 700, 1e-9);
+}
+
+TEST(BenchmarkReport, JsonCarriesVllmKeys) {
+    BenchmarkSettings s;
+    s.max_concurrency = 4;
+    s.input_len = 16;
+    s.output_len = 4;
+    s.commit = "abc123";
+    const auto j = report_json(make_report(sample_load()), s);
+    EXPECT_EQ(j["completed"], 3);
+    EXPECT_EQ(j["failed"], 1);
+    EXPECT_EQ(j["total_output_tokens"], 8);
+    EXPECT_DOUBLE_EQ(j["request_throughput"].get<double>(), 1.5);
+    EXPECT_DOUBLE_EQ(j["output_throughput"].get<double>(), 4.0);
+    EXPECT_NEAR(j["mean_tpot_ms"].get<double>(), 250, 1e-9);
+    EXPECT_NEAR(j["median_itl_ms"].get<double>(), 200, 1e-9);
+    EXPECT_TRUE(j.contains("p99_e2el_ms"));
+    EXPECT_TRUE(j.contains("std_ttft_ms"));
+    EXPECT_EQ(j["max_concurrency"], 4);
+    EXPECT_EQ(j["request_rate"], "inf");
+    EXPECT_EQ(j["commit"], "abc123");
+    const std::string table = report_table(make_report(sample_load()), s);
+    EXPECT_TRUE(std::regex_search(table, std::regex("\nSuccessful requests: +3 *\n"))) << table;
+    EXPECT_TRUE(std::regex_search(table, std::regex("\nFailed requests: +1 *\n"))) << table;
+    EXPECT_TRUE(std::regex_search(table, std::regex("\nMean TPOT \\(ms\\): +250\\.00 *\n"))) << table;
+}
+
+}  // namespace
+}  // namespace hichat::tools::bench

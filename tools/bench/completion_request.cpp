@@ -1,0 +1,43 @@
+#include "bench/completion_request.h"
+
+#include <nlohmann/json.hpp>
+#include <random>
+
+namespace hichat::tools::bench {
+
+std::string completion_body(const CompletionParams& params, const std::vector<int32_t>& prompt_ids) {
+    const nlohmann::json body = {
+        {"model", params.model},
+        {"prompt", prompt_ids},
+        {"max_tokens", params.num_output_tokens},
+        {"temperature", 0},
+        {"ignore_eos", true},
+        {"stream", true},
+        {"stream_options", {{"include_usage", true}}},
+    };
+    return body.dump();
+}
+
+std::string http_post(const HttpTarget& target, const std::string& api_key, const std::string& body) {
+    std::string out = "POST " + target.path + " HTTP/1.1\r\nHost: " + target.host_header +
+                      "\r\nUser-Agent: hichat-bench\r\nAccept: text/event-stream\r\n"
+                      "Content-Type: application/json\r\nConnection: keep-alive\r\n";
+    if (!api_key.empty()) out += "Authorization: Bearer " + api_key + "\r\n";
+    out += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n";
+    out += body;
+    return out;
+}
+
+std::vector<std::vector<int32_t>> random_prompts(int num_prompts, int num_tokens, int vocab_size,
+                                                 uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<std::vector<int32_t>> prompts(static_cast<size_t>(num_prompts));
+    for (auto& p : prompts) {
+        p.resize(static_cast<size_t>(num_tokens));
+        // Modulo bias is below 2^-40 for any vocabulary we serve; portable across standard libraries.
+        for (int32_t& id : p) id = static_cast<int32_t>(rng() % static_cast<uint64_t>(vocab_size));
+    }
+    return prompts;
+}
+
+}  // namespace hichat::tools::bench

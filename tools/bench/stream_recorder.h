@@ -1,0 +1,38 @@
+// StreamRecorder: turns the SSE events of one streamed completion into a RequestOutcome, timing them
+// as `vllm bench serve` does. Owned by the lane that runs the request; single thread.
+//
+// A "choices" event is a JSON object with a non-empty `choices` array. TTFT is taken at the first one
+// and E2E latency at the last one. ITL is the gap between consecutive *token* chunks: every choices
+// event except a pure end marker (empty text and a non-null `finish_reason`), which carries no token;
+// vLLM counts that marker as one more gap of about 0 ms, which would bias the ITL median and mean down.
+#pragma once
+
+#include <string_view>
+
+#include "bench/request_outcome.h"
+
+namespace hichat::tools::bench {
+
+class StreamRecorder {
+public:
+    StreamRecorder(double start_s, int num_prompt_tokens);
+
+    // One event's data, received at `now_s`. Malformed JSON or an `error` object fails the request.
+    void on_event(std::string_view data, double now_s);
+
+    bool saw_done() const { return saw_done_; }
+
+    // The outcome once the body ended. `transport_error` (empty if none) fails the request.
+    RequestOutcome finish(const std::string& transport_error);
+
+private:
+    void on_token_chunk(double now_s);
+
+    RequestOutcome out_;
+    bool saw_choices_ = false;
+    bool saw_done_ = false;
+    double last_token_s_ = 0;    // time of the latest token chunk
+    int num_usage_tokens_ = -1;  // usage.completion_tokens; -1 until a usage object arrives
+};
+
+}  // namespace hichat::tools::bench
