@@ -33,6 +33,8 @@ for d in tests/node tests/node_jinja tests/node_api; do
   [ -f "$d/package-lock.json" ] && npm ci --prefix "$d" --no-audit --no-fund --loglevel=error
 done
 
+# The CUDA backend is compiled and linked wherever the toolkit is (GPU tests skip without a device).
+if [ -z "${CUDACXX:-}" ] && [ -x /usr/local/cuda/bin/nvcc ]; then export CUDACXX=/usr/local/cuda/bin/nvcc; fi
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build build
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DHICHAT_SANITIZE=ON

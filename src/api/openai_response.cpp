@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "api/http/http_error.h"
+
 namespace hichat::api {
 namespace {
 
@@ -56,14 +58,30 @@ std::string completion_body(const ResponseIds& ids, const std::string& text, con
     return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
+// Hot path (one call per generated token): the envelope is fixed per request, so the chunk is built
+// by concatenation rather than through a JSON document.
 std::string delta_chunk(const ResponseIds& ids, const std::string& text, bool first) {
-    Json j = envelope(ids, true);
-    Json content = text;
-    if (ids.endpoint == Endpoint::kChatCompletions) {
-        content = first ? Json{{"role", "assistant"}, {"content", text}} : Json{{"content", text}};
+    std::string out;
+    out.reserve(160 + ids.id.size() + ids.model.size() + text.size());
+    out += R"(data: {"id":)";
+    out += json_quote(ids.id);
+    const bool chat = ids.endpoint == Endpoint::kChatCompletions;
+    out += chat ? R"(,"object":"chat.completion.chunk","created":)" : R"(,"object":"text_completion","created":)";
+    out += std::to_string(ids.created);
+    out += R"(,"model":)";
+    out += json_quote(ids.model);
+    if (chat) {
+        out += first ? R"(,"choices":[{"index":0,"delta":{"role":"assistant","content":)"
+                     : R"(,"choices":[{"index":0,"delta":{"content":)";
+        out += json_quote(text);
+        out += R"(},"logprobs":null,"finish_reason":null}]})";
+    } else {
+        out += R"(,"choices":[{"index":0,"text":)";
+        out += json_quote(text);
+        out += R"(,"logprobs":null,"finish_reason":null}]})";
     }
-    j["choices"] = Json::array({choice(ids, content, nullptr)});
-    return sse(j);
+    out += "\n\n";
+    return out;
 }
 
 std::string finish_chunk(const ResponseIds& ids, const std::string& finish_reason) {

@@ -23,8 +23,9 @@ void ThreadPool::worker_loop(int thread_index) {
     uint64_t seen = 0;
     for (;;) {
         const std::function<void(int)>* job = nullptr;
-        // Spin briefly before sleeping: forward passes issue many short jobs back to back.
-        for (int spin = 0; spin < 20000; ++spin) {
+        // Spin briefly before sleeping: forward passes issue many short jobs back to back, but a
+        // long spin would take the core from the I/O threads between steps.
+        for (int spin = 0; spin < 2000; ++spin) {
             if (__atomic_load_n(&generation_, __ATOMIC_ACQUIRE) != seen) break;
 #if defined(__x86_64__)
             __builtin_ia32_pause();

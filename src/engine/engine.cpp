@@ -16,6 +16,7 @@ namespace hichat::engine {
 Status EngineConfig::validate() const {
     HICHAT_RETURN_IF_ERROR(scheduler.validate());
     if (max_waiting < 1) return invalid_argument("max_waiting must be >= 1");
+    if (max_model_len < 0) return invalid_argument("max_model_len must be >= 0");
     return ok_status();
 }
 
@@ -50,8 +51,9 @@ public:
         return stats_;
     }
     int max_context_tokens() const {
-        return std::min(runner_->model_config().max_position_embeddings,
-                        runner_->num_kv_blocks() * runner_->kv_block_size_tokens());
+        int limit = std::min(runner_->model_config().max_position_embeddings,
+                             runner_->num_kv_blocks() * runner_->kv_block_size_tokens());
+        return config_.max_model_len > 0 ? std::min(limit, config_.max_model_len) : limit;
     }
     const model::ModelConfig& model_config() const { return runner_->model_config(); }
     void drain_and_stop() {

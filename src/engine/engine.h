@@ -17,6 +17,7 @@ namespace hichat::engine {
 struct EngineConfig {
     scheduler::SchedulerConfig scheduler;
     int max_waiting = 1024;                 // queued requests beyond this are refused (429)
+    int max_model_len = 0;                  // prompt + generation per request; 0: the model's context
     std::vector<std::string> output_deny_list;  // phrases that stop generation (content_filter)
 
     Status validate() const;

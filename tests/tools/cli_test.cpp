@@ -97,7 +97,7 @@ TEST_F(CliTest, BadFlagsAreOneErrorLine) {
          {"score" + model + " --ids 1,x,3 --out /tmp/x", "score" + model + " --ids 99999 --out /tmp/x",
           "score" + model + " --ids 1 --out /tmp/x --bogus 3", "score" + model + " --out /tmp/x",
           "generate" + model + " --prompt hi --max-tokens 0", "generate" + model + " --prompt hi --temperature nan",
-          "frobnicate"}) {
+          std::string("frobnicate")}) {
         auto r = run(args);
         EXPECT_EQ(r.exit_code, 2) << args;
         EXPECT_GE(count_lines(r.err), 1) << args;
@@ -125,7 +125,7 @@ TEST_F(CliTest, TokenizeRoundTripsWithOnlyTokenizerFiles) {
 TEST_F(CliTest, TokenizeRejectsBadJson) {
     fs::create_directories(dir_ / "tok");
     fs::copy(fs::path(HICHAT_LLAMA3_TOKENIZER_DIR) / "tokenizer.json", dir_ / "tok" / "tokenizer.json");
-    for (const std::string& input : {"not json", "[1, 2]", "{\"a\": 1}"}) {
+    for (const char* input : {"not json", "[1, 2]", "{\"a\": 1}"}) {
         auto r = run("tokenize --model " + (dir_ / "tok").string(), input);
         EXPECT_EQ(r.exit_code, 2) << input;
         EXPECT_EQ(count_lines(r.err), 1) << r.err;
