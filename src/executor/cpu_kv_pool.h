@@ -28,6 +28,10 @@ public:
         return values_[static_cast<size_t>(layer)].data() + slot(block_table, pos) * row_floats_;
     }
 
+    // Base of one layer's K / V arrays, for paged attention.
+    const float* keys(int layer) const { return keys_[static_cast<size_t>(layer)].data(); }
+    const float* values(int layer) const { return values_[static_cast<size_t>(layer)].data(); }
+
 private:
     int64_t slot(std::span<const int32_t> block_table, int pos) const;
 

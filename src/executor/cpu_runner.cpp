@@ -114,19 +114,9 @@ void CpuRunner::attention(int layer, const ForwardBatch& batch) {
             std::memcpy(kv_.key_row(layer, s.block_table, pos), ws_.k.data() + (row + i) * kv_width, row_bytes);
             std::memcpy(kv_.value_row(layer, s.block_table, pos), ws_.v.data() + (row + i) * kv_width, row_bytes);
         }
-        // Gather the sequence's K/V into contiguous rows for the attention op.
-        const int64_t num_kv = s.pos0 + n;
-        grow(ws_.seq_keys, num_kv * kv_width);
-        grow(ws_.seq_values, num_kv * kv_width);
-        const int block_size = kv_.block_size_tokens();
-        for (int pos = 0; pos < num_kv; pos += block_size) {  // a block's rows are contiguous
-            const size_t bytes = row_bytes * static_cast<size_t>(std::min<int64_t>(block_size, num_kv - pos));
-            std::memcpy(ws_.seq_keys.data() + pos * kv_width, kv_.key_row(layer, s.block_table, pos), bytes);
-            std::memcpy(ws_.seq_values.data() + pos * kv_width, kv_.value_row(layer, s.block_table, pos), bytes);
-        }
-        cpu::attention(ws_.q.data() + row * q_width, q_width, n, s.pos0, ws_.seq_keys.data(), ws_.seq_values.data(),
-                       kv_width, cfg_.num_heads, cfg_.num_kv_heads, cfg_.head_dim, scale,
-                       ws_.attn.data() + row * q_width, pool_);
+        cpu::paged_attention(ws_.q.data() + row * q_width, q_width, n, s.pos0, kv_.keys(layer), kv_.values(layer),
+                             kv_width, s.block_table.data(), kv_.block_size_tokens(), cfg_.num_heads,
+                             cfg_.num_kv_heads, cfg_.head_dim, scale, ws_.attn.data() + row * q_width, pool_);
         row += n;
     }
 }

@@ -35,7 +35,6 @@ public:
 private:
     struct Workspace {
         std::vector<float> x, h, q, k, v, attn, gate, up, rows;
-        std::vector<float> seq_keys, seq_values;  // one sequence's K/V gathered from the pool
         std::vector<int32_t> positions;
     };
 

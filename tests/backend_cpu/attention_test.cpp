@@ -76,6 +76,42 @@ TEST_P(AttentionTest, MatchesDoubleReference) {
     }
 }
 
+// The paged form equals the contiguous one when the same rows are scattered over blocks in a
+// scrambled order (block size 16 and an odd 5).
+TEST_P(AttentionTest, PagedEqualsContiguous) {
+    ThreadPool pool(2);
+    const AttentionCase cases[] = {{8, 2, 64, 0, 37}, {8, 2, 64, 90, 1}, {4, 1, 128, 33, 7}, {2, 2, 17, 0, 21}};
+    uint32_t seed = 900;
+    for (int block_size : {16, 5}) {
+        for (const AttentionCase& c : cases) {
+            SCOPED_TRACE(::testing::Message() << "block_size=" << block_size << " q_pos0=" << c.q_pos0);
+            const int64_t q_stride = int64_t{c.num_heads} * c.head_dim;
+            const int64_t kv_stride = int64_t{c.num_kv_heads} * c.head_dim;
+            const int64_t num_kv = c.q_pos0 + c.num_q;
+            const int num_blocks = static_cast<int>((num_kv + block_size - 1) / block_size);
+            std::vector<int32_t> table(static_cast<size_t>(num_blocks));
+            for (int b = 0; b < num_blocks; ++b) table[static_cast<size_t>(b)] = (b * 7 + 3) % num_blocks;
+            std::vector<float> q = testing::random_floats(static_cast<size_t>(c.num_q * q_stride), seed++);
+            std::vector<float> k = testing::random_floats(static_cast<size_t>(num_kv * kv_stride), seed++);
+            std::vector<float> v = testing::random_floats(static_cast<size_t>(num_kv * kv_stride), seed++);
+            std::vector<float> k_pool(static_cast<size_t>(num_blocks * block_size * kv_stride), NAN);
+            std::vector<float> v_pool = k_pool;
+            for (int64_t j = 0; j < num_kv; ++j) {
+                const int64_t slot = int64_t{table[static_cast<size_t>(j / block_size)]} * block_size + j % block_size;
+                std::copy_n(k.begin() + j * kv_stride, kv_stride, k_pool.begin() + slot * kv_stride);
+                std::copy_n(v.begin() + j * kv_stride, kv_stride, v_pool.begin() + slot * kv_stride);
+            }
+            const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+            std::vector<float> want(static_cast<size_t>(c.num_q * q_stride)), got(want.size(), NAN);
+            attention(q.data(), q_stride, c.num_q, c.q_pos0, k.data(), v.data(), kv_stride, c.num_heads,
+                      c.num_kv_heads, c.head_dim, scale, want.data(), pool);
+            paged_attention(q.data(), q_stride, c.num_q, c.q_pos0, k_pool.data(), v_pool.data(), kv_stride, table.data(),
+                            block_size, c.num_heads, c.num_kv_heads, c.head_dim, scale, got.data(), pool);
+            EXPECT_LT(testing::relative_error(got, std::vector<double>(want.begin(), want.end())), 1e-6);
+        }
+    }
+}
+
 // With one key, the output is that key's value row, whatever the query.
 TEST_P(AttentionTest, SingleKeyReturnsItsValue) {
     ThreadPool pool(3);

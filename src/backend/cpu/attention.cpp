@@ -16,7 +16,21 @@ struct AttentionShape {
     int64_t q_stride, num_q, q_pos0, kv_stride;
     int num_heads, num_kv_heads, head_dim;
     float scale;
+    const int32_t* block_table;  // null: K/V rows are contiguous; else paged, block_size rows per block
+    int block_size;
 };
+
+// Rows [j, j + n) of one head of K or V, with n as large as possible up to `max_rows` while the rows
+// stay contiguous (within one block when paged).
+const float* kv_rows(const AttentionShape& s, const float* head, int64_t j, int64_t max_rows, int64_t& n) {
+    if (s.block_table == nullptr) {
+        n = max_rows;
+        return head + j * s.kv_stride;
+    }
+    const int64_t offset = j % s.block_size;
+    n = std::min(max_rows, s.block_size - offset);
+    return head + (int64_t{s.block_table[j / s.block_size]} * s.block_size + offset) * s.kv_stride;
+}
 
 // Keys per block: a block of K (or V) rows stays in L1/L2 while each query head of the group uses it,
 // so the KV cache is read once per group rather than once per query head.
@@ -35,24 +49,51 @@ void prefetch_rows(const float* head, int64_t stride, int64_t j0, int64_t num_ro
 void attend_group(const KernelTable& kernels, const AttentionShape& s, int group, const float* q,
                   const float* k_head, const float* v_head, int64_t num_ctx, float* scores, float* out) {
     const int64_t dim = s.head_dim;
-    for (int64_t j0 = 0; j0 < num_ctx; j0 += kKeysPerBlock) {
-        const int64_t num_keys = std::min(kKeysPerBlock, num_ctx - j0);
-        const int64_t next = j0 + kKeysPerBlock;
-        prefetch_rows(k_head, s.kv_stride, next, std::min(kKeysPerBlock, num_ctx - next), dim);
-        for (int g = 0; g < group; ++g)
-            kernels.dot_rows(q + g * dim, k_head + j0 * s.kv_stride, s.kv_stride, num_keys, dim,
-                             scores + g * num_ctx + j0);
+    for (int64_t j0 = 0, n = 0; j0 < num_ctx; j0 += n) {
+        const float* rows = kv_rows(s, k_head, j0, std::min(kKeysPerBlock, num_ctx - j0), n);
+        if (s.block_table == nullptr) {
+            const int64_t next = j0 + kKeysPerBlock;
+            prefetch_rows(k_head, s.kv_stride, next, std::min(kKeysPerBlock, num_ctx - next), dim);
+        }
+        for (int g = 0; g < group; ++g) kernels.dot_rows(q + g * dim, rows, s.kv_stride, n, dim, scores + g * num_ctx + j0);
     }
     for (int g = 0; g < group; ++g) kernels.softmax(scores + g * num_ctx, num_ctx, s.scale);
     std::fill(out, out + group * dim, 0.0f);
-    for (int64_t j0 = 0; j0 < num_ctx; j0 += kKeysPerBlock) {
-        const int64_t num_keys = std::min(kKeysPerBlock, num_ctx - j0);
-        const int64_t next = j0 + kKeysPerBlock;
-        prefetch_rows(v_head, s.kv_stride, next, std::min(kKeysPerBlock, num_ctx - next), dim);
+    for (int64_t j0 = 0, n = 0; j0 < num_ctx; j0 += n) {
+        const float* rows = kv_rows(s, v_head, j0, std::min(kKeysPerBlock, num_ctx - j0), n);
+        if (s.block_table == nullptr) {
+            const int64_t next = j0 + kKeysPerBlock;
+            prefetch_rows(v_head, s.kv_stride, next, std::min(kKeysPerBlock, num_ctx - next), dim);
+        }
         for (int g = 0; g < group; ++g)
-            kernels.sum_rows_weighted(scores + g * num_ctx + j0, v_head + j0 * s.kv_stride, s.kv_stride, num_keys,
-                                      dim, out + g * dim);
+            kernels.sum_rows_weighted(scores + g * num_ctx + j0, rows, s.kv_stride, n, dim, out + g * dim);
     }
+}
+
+void run_attention(const float* q, const float* k, const float* v, const AttentionShape& s, float* out,
+                   ThreadPool& pool) {
+    CHECK(s.num_kv_heads > 0 && s.num_heads % s.num_kv_heads == 0)
+        << "num_heads " << s.num_heads << " not a multiple of num_kv_heads " << s.num_kv_heads;
+    CHECK_GE(s.q_pos0, 0);
+    if (s.num_q <= 0) return;
+    const int group = s.num_heads / s.num_kv_heads;
+    const int head_dim = s.head_dim;
+    const KernelTable& kernels = active_kernels();
+    // Items are (KV head, query) pairs, KV-head-major so that consecutive items share their K/V rows.
+    const int64_t num_items = int64_t{s.num_kv_heads} * s.num_q;
+    std::atomic<int64_t> next_item{0};
+    pool.run([&](int) {
+        thread_local std::vector<float> scores;  // [group, num_ctx] of the current item; grows, never shrinks
+        scores.resize(std::max(scores.size(), static_cast<size_t>(group * (s.q_pos0 + s.num_q))));
+        for (int64_t item; (item = next_item.fetch_add(1, std::memory_order_relaxed)) < num_items;) {
+            const int kv_head = static_cast<int>(item / s.num_q);
+            const int64_t i = item % s.num_q;
+            const int64_t kv_offset = int64_t{kv_head} * head_dim;
+            const int64_t q_offset = int64_t{kv_head} * group * head_dim;
+            attend_group(kernels, s, group, q + i * s.q_stride + q_offset, k + kv_offset, v + kv_offset,
+                         s.q_pos0 + i + 1, scores.data(), out + i * s.num_heads * head_dim + q_offset);
+        }
+    });
 }
 
 }  // namespace
@@ -60,28 +101,19 @@ void attend_group(const KernelTable& kernels, const AttentionShape& s, int group
 void attention(const float* q, int64_t q_stride, int64_t num_q, int64_t q_pos0, const float* k,
                const float* v, int64_t kv_stride, int num_heads, int num_kv_heads, int head_dim,
                float scale, float* out, ThreadPool& pool) {
-    CHECK(num_kv_heads > 0 && num_heads % num_kv_heads == 0)
-        << "num_heads " << num_heads << " not a multiple of num_kv_heads " << num_kv_heads;
-    CHECK_GE(q_pos0, 0);
-    if (num_q <= 0) return;
-    const AttentionShape s{q_stride, num_q, q_pos0, kv_stride, num_heads, num_kv_heads, head_dim, scale};
-    const int group = num_heads / num_kv_heads;
-    const KernelTable& kernels = active_kernels();
-    // Items are (KV head, query) pairs, KV-head-major so that consecutive items share their K/V rows.
-    const int64_t num_items = int64_t{num_kv_heads} * num_q;
-    std::atomic<int64_t> next_item{0};
-    pool.run([&](int) {
-        thread_local std::vector<float> scores;  // [group, num_ctx] of the current item; grows, never shrinks
-        scores.resize(std::max(scores.size(), static_cast<size_t>(group * (q_pos0 + num_q))));
-        for (int64_t item; (item = next_item.fetch_add(1, std::memory_order_relaxed)) < num_items;) {
-            const int kv_head = static_cast<int>(item / num_q);
-            const int64_t i = item % num_q;
-            const int64_t kv_offset = int64_t{kv_head} * head_dim;
-            const int64_t q_offset = int64_t{kv_head} * group * head_dim;
-            attend_group(kernels, s, group, q + i * q_stride + q_offset, k + kv_offset, v + kv_offset, q_pos0 + i + 1,
-                         scores.data(), out + i * num_heads * head_dim + q_offset);
-        }
-    });
+    run_attention(q, k, v,
+                  {q_stride, num_q, q_pos0, kv_stride, num_heads, num_kv_heads, head_dim, scale, nullptr, 0}, out,
+                  pool);
+}
+
+void paged_attention(const float* q, int64_t q_stride, int64_t num_q, int64_t q_pos0, const float* k_pool,
+                     const float* v_pool, int64_t kv_stride, const int32_t* block_table, int block_size,
+                     int num_heads, int num_kv_heads, int head_dim, float scale, float* out, ThreadPool& pool) {
+    CHECK_GT(block_size, 0);
+    run_attention(q, k_pool, v_pool,
+                  {q_stride, num_q, q_pos0, kv_stride, num_heads, num_kv_heads, head_dim, scale, block_table,
+                   block_size},
+                  out, pool);
 }
 
 }  // namespace hichat::cpu

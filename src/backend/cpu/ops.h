@@ -48,4 +48,10 @@ void attention(const float* q, int64_t q_stride, int64_t num_q, int64_t q_pos0, 
                const float* v, int64_t kv_stride, int num_heads, int num_kv_heads, int head_dim,
                float scale, float* out, ThreadPool& pool);
 
+// attention() over a paged cache: token j of the sequence has its K/V row at
+// pool + (block_table[j / block_size] * block_size + j % block_size) * kv_stride (+ head offset).
+void paged_attention(const float* q, int64_t q_stride, int64_t num_q, int64_t q_pos0, const float* k_pool,
+                     const float* v_pool, int64_t kv_stride, const int32_t* block_table, int block_size,
+                     int num_heads, int num_kv_heads, int head_dim, float scale, float* out, ThreadPool& pool);
+
 }  // namespace hichat::cpu
