@@ -71,9 +71,7 @@ RunTimes run_once(executor::ModelRunner& runner, const BenchOptions& o, int voca
     for (auto& p : prompts) {
         for (int i = 0; i < o.input_len; ++i) p.push_back(static_cast<int32_t>(rng.next_u64() % vocab));
     }
-    const size_t vocab_size = static_cast<size_t>(vocab);
-    std::vector<float> logits;
-    std::vector<int32_t> next(static_cast<size_t>(o.batch));
+    std::vector<int32_t> ids, next(static_cast<size_t>(o.batch));
     const int context = o.input_len + o.output_len;
     const int blocks_per_seq = (context + runner.kv_block_size_tokens() - 1) / runner.kv_block_size_tokens();
     const auto tables = block_tables(o, blocks_per_seq);
@@ -82,29 +80,27 @@ RunTimes run_once(executor::ModelRunner& runner, const BenchOptions& o, int voca
         batch.seqs.push_back({.block_table = tables[static_cast<size_t>(b)], .pos0 = 0, .tokens = prompts[b]});
     }
 
-    // Prefill in groups of whole sequences of at most kMaxPrefillTokens tokens per forward pass.
+    // Greedy throughout (forward_argmax: on CUDA only the ids come back). Prefill in groups of whole
+    // sequences of at most kMaxPrefillTokens tokens per forward pass.
     RunTimes t;
     auto t0 = Clock::now();
-    std::vector<float> all_logits(static_cast<size_t>(o.batch) * vocab_size);
     for (int first = 0; first < o.batch;) {
         const int group = std::max(1, std::min(o.batch - first, kMaxPrefillTokens / o.input_len));
         executor::ForwardBatch prefill;
         prefill.seqs.assign(batch.seqs.begin() + first, batch.seqs.begin() + first + group);
-        runner.forward(prefill, logits);
-        std::copy(logits.begin(), logits.end(), all_logits.begin() + static_cast<ptrdiff_t>(first * vocab_size));
+        runner.forward_argmax(prefill, ids);
+        std::copy(ids.begin(), ids.end(), next.begin() + first);
         first += group;
     }
-    logits.swap(all_logits);
     t.prefill_s = std::chrono::duration<double>(Clock::now() - t0).count();
     auto t1 = Clock::now();
     for (int step = 1; step < o.output_len; ++step) {
         for (int b = 0; b < o.batch; ++b) {
-            auto row = std::span<const float>(logits).subspan(static_cast<size_t>(b) * vocab_size, vocab_size);
-            next[static_cast<size_t>(b)] = sampling::argmax(row);
             batch.seqs[b].pos0 = o.input_len + step - 1;
             batch.seqs[b].tokens = std::span<const int32_t>(&next[static_cast<size_t>(b)], 1);
         }
-        runner.forward(batch, logits);
+        runner.forward_argmax(batch, ids);
+        next = ids;
     }
     t.decode_s = std::chrono::duration<double>(Clock::now() - t1).count();
     return t;

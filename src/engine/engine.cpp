@@ -88,7 +88,9 @@ private:
     // Engine thread only.
     std::vector<std::unique_ptr<Sequence>> seqs_;
     std::unordered_map<uint64_t, Sequence*> by_id_;
-    std::vector<float> logits_;
+    std::vector<float> logits_;        // [rows, vocab] of the last step, unless argmax_step_
+    std::vector<int32_t> argmax_ids_;  // [rows] of the last step when argmax_step_
+    bool argmax_step_ = false;
     int64_t num_steps_ = 0, num_preemptions_ = 0;
 
     mutable std::mutex stats_mu_;
@@ -119,7 +121,15 @@ void Engine::Impl::step() {
         return;
     }
     executor::ForwardBatch batch = build_batch(plan);
-    runner_->forward(batch, logits_);
+    // All greedy: the backend finds the argmax where the logits are and returns only the ids.
+    argmax_step_ = std::all_of(plan.chunks.begin(), plan.chunks.end(), [&](const scheduler::ScheduledChunk& c) {
+        return by_id_.at(c.seq->id)->request.sampling.is_plain_greedy();
+    });
+    if (argmax_step_) {
+        runner_->forward_argmax(batch, argmax_ids_);
+    } else {
+        runner_->forward(batch, logits_);
+    }
     ++num_steps_;
     commit(plan);
     remove_finished();
@@ -180,6 +190,10 @@ void Engine::Impl::commit(const scheduler::StepPlan& plan) {
         const bool samples = chunk.samples();
         seq.state.num_tokens_cached += chunk.num_tokens;
         if (!samples || seq.state.status == scheduler::SeqStatus::kFinished) continue;
+        if (argmax_step_) {
+            on_token(seq, argmax_ids_[i]);
+            continue;
+        }
         std::span<float> row(logits_.data() + i * vocab, vocab);
         on_token(seq, seq.sampler.sample(row, seq.request.prompt, seq.generated()));
     }

@@ -56,9 +56,9 @@ struct CudaRunner::Impl {
 
     cuda::DeviceBuffer kv;        // [layers][2][num_blocks * block_size * kv_width] bf16
     cuda::DeviceBuffer inv_freq;  // [head_dim / 2] fp32
-    cuda::DeviceBuffer x, h, qkv, q, attn, gate_up, act, rows, row_norm, logits, meta, attn_workspace;
+    cuda::DeviceBuffer x, h, qkv, q, attn, gate_up, act, rows, row_norm, logits, ids, meta, attn_workspace;
     size_t attn_workspace_bytes = 0;
-    cuda::PinnedBuffer host_meta, host_logits;
+    cuda::PinnedBuffer host_meta, host_logits, host_ids;
 
     Impl(const model::Checkpoint& ckpt, const CudaRunnerConfig& c, CudaWeights w)
         : cfg(ckpt.config()),
@@ -68,10 +68,11 @@ struct CudaRunner::Impl {
           meta_layout(c.max_num_tokens_per_step, c.max_num_seqs, max_blocks_per_seq) {}
 
     Status allocate(const model::Checkpoint& ckpt);
-    void forward(const ForwardBatch& batch, std::vector<float>& out);
+    // Runs the layers; then logits to the host (logits != null) or their argmax ids (ids != null).
+    void forward(const ForwardBatch& batch, std::vector<float>* logits, std::vector<int32_t>* ids);
     void stage_metadata(const ForwardBatch& batch, cuda::AttentionMetadata& meta_out);
     void run_layer(int layer, const cuda::AttentionMetadata& meta, int num_tokens);
-    void compute_logits(int num_rows, std::vector<float>& out);
+    void compute_logits(int num_rows, std::vector<float>* logits_out, std::vector<int32_t>* ids_out);
     bf16* k_cache(int layer) const { return ptr<bf16>(kv) + kv_layer_elems() * (2 * layer); }
     bf16* v_cache(int layer) const { return ptr<bf16>(kv) + kv_layer_elems() * (2 * layer + 1); }
     size_t kv_layer_elems() const {
@@ -101,6 +102,7 @@ Status CudaRunner::Impl::allocate(const model::Checkpoint& ckpt) {
     HICHAT_RETURN_IF_ERROR(alloc(rows, static_cast<size_t>(max_logit_rows) * cfg.hidden_size * 4));
     HICHAT_RETURN_IF_ERROR(alloc(row_norm, static_cast<size_t>(max_logit_rows) * cfg.hidden_size * 2));
     HICHAT_RETURN_IF_ERROR(alloc(logits, static_cast<size_t>(max_logit_rows) * cfg.vocab_size * 4));
+    HICHAT_RETURN_IF_ERROR(alloc(ids, static_cast<size_t>(max_logit_rows) * 4));
     HICHAT_RETURN_IF_ERROR(alloc(meta, meta_layout.total * 4));
     attn_workspace_bytes = cuda::attention_workspace_bytes(config.max_num_tokens_per_step, cfg.num_heads, cfg.head_dim,
                                                            config.max_context_tokens);
@@ -116,6 +118,7 @@ Status CudaRunner::Impl::allocate(const model::Checkpoint& ckpt) {
     };
     HICHAT_RETURN_IF_ERROR(pinned(host_meta, meta_layout.total * 4));
     HICHAT_RETURN_IF_ERROR(pinned(host_logits, static_cast<size_t>(max_logit_rows) * cfg.vocab_size * 4));
+    HICHAT_RETURN_IF_ERROR(pinned(host_ids, static_cast<size_t>(max_logit_rows) * 4));
 
     // The KV pool takes what is left (or what the config asks for).
     const size_t block_bytes = static_cast<size_t>(config.kv_block_size_tokens) * kv_width * 2 * 2 * cfg.num_layers;
@@ -213,11 +216,13 @@ void CudaRunner::Impl::run_layer(int layer, const cuda::AttentionMetadata& m, in
     CUDA_CHECK(gemm.run(ptr<bf16>(act), ptr<bf16>(w.down), x.data(), cuda::GemmOut::kF32, t, hidden, inter, true, stream));
 }
 
-// LM head over the rows that need logits, max_logit_rows at a time; copies them back to the host.
-void CudaRunner::Impl::compute_logits(int num_rows, std::vector<float>& out) {
+// LM head over the rows that need logits, max_logit_rows at a time; copies the logits (or only their
+// argmax ids) back to the host.
+void CudaRunner::Impl::compute_logits(int num_rows, std::vector<float>* logits_out, std::vector<int32_t>* ids_out) {
     const int hidden = cfg.hidden_size, vocab = cfg.vocab_size;
     const bf16* head = weights.lm_head.empty() ? ptr<bf16>(weights.embed) : ptr<bf16>(weights.lm_head);
-    out.resize(static_cast<size_t>(num_rows) * vocab);
+    if (logits_out != nullptr) logits_out->resize(static_cast<size_t>(num_rows) * vocab);
+    if (ids_out != nullptr) ids_out->resize(static_cast<size_t>(num_rows));
     const auto* row_ids = ptr<int32_t>(meta) + meta_layout.logit_rows;
     for (int begin = 0; begin < num_rows; begin += max_logit_rows) {
         const int n = std::min(max_logit_rows, num_rows - begin);
@@ -225,21 +230,30 @@ void CudaRunner::Impl::compute_logits(int num_rows, std::vector<float>& out) {
         CUDA_CHECK(cuda::rms_norm(ptr<float>(rows), n, hidden, ptr<bf16>(weights.final_norm), cfg.rms_norm_eps,
                                   ptr<bf16>(row_norm), stream));
         CUDA_CHECK(gemm.run(ptr<bf16>(row_norm), head, logits.data(), cuda::GemmOut::kF32, n, vocab, hidden, false, stream));
+        if (ids_out != nullptr) {
+            CUDA_CHECK(cuda::argmax_rows(ptr<float>(logits), n, vocab, ptr<int32_t>(ids), stream));
+            CUDA_CHECK(cudaMemcpyAsync(host_ids.data(), ids.data(), static_cast<size_t>(n) * 4, cudaMemcpyDeviceToHost,
+                                       stream));
+            CUDA_CHECK(cudaStreamSynchronize(stream));
+            std::memcpy(ids_out->data() + begin, host_ids.data(), static_cast<size_t>(n) * 4);
+            continue;
+        }
         const size_t bytes = static_cast<size_t>(n) * vocab * 4;
         CUDA_CHECK(cudaMemcpyAsync(host_logits.data(), logits.data(), bytes, cudaMemcpyDeviceToHost, stream));
         CUDA_CHECK(cudaStreamSynchronize(stream));
-        std::memcpy(out.data() + static_cast<size_t>(begin) * vocab, host_logits.data(), bytes);
+        std::memcpy(logits_out->data() + static_cast<size_t>(begin) * vocab, host_logits.data(), bytes);
     }
 }
 
-void CudaRunner::Impl::forward(const ForwardBatch& batch, std::vector<float>& out) {
+void CudaRunner::Impl::forward(const ForwardBatch& batch, std::vector<float>* logits_out,
+                               std::vector<int32_t>* ids_out) {
     cuda::AttentionMetadata m;
     stage_metadata(batch, m);
     const auto* d = ptr<int32_t>(meta);
     CUDA_CHECK(cuda::embedding(d + meta_layout.ids, m.num_tokens, ptr<bf16>(weights.embed), cfg.hidden_size,
                                ptr<float>(x), stream));
     for (int layer = 0; layer < cfg.num_layers; ++layer) run_layer(layer, m, m.num_tokens);
-    compute_logits(static_cast<int>(batch.num_logit_rows()), out);
+    compute_logits(static_cast<int>(batch.num_logit_rows()), logits_out, ids_out);
 }
 
 Result<std::unique_ptr<CudaRunner>> CudaRunner::create(const model::Checkpoint& checkpoint,
@@ -265,6 +279,11 @@ CudaRunner::~CudaRunner() {
 const model::ModelConfig& CudaRunner::model_config() const { return impl_->cfg; }
 int CudaRunner::num_kv_blocks() const { return impl_->num_blocks; }
 int CudaRunner::kv_block_size_tokens() const { return impl_->config.kv_block_size_tokens; }
-void CudaRunner::forward(const ForwardBatch& batch, std::vector<float>& logits) { impl_->forward(batch, logits); }
+void CudaRunner::forward(const ForwardBatch& batch, std::vector<float>& logits) {
+    impl_->forward(batch, &logits, nullptr);
+}
+void CudaRunner::forward_argmax(const ForwardBatch& batch, std::vector<int32_t>& ids) {
+    impl_->forward(batch, nullptr, &ids);
+}
 
 }  // namespace hichat::executor

@@ -34,6 +34,8 @@ public:
     int num_kv_blocks() const override;
     int kv_block_size_tokens() const override;
     void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
+    // The argmax runs on the device: only the ids [rows] come back.
+    void forward_argmax(const ForwardBatch& batch, std::vector<int32_t>& ids) override;
 
 private:
     struct Impl;

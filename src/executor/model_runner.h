@@ -17,6 +17,13 @@ public:
     virtual int kv_block_size_tokens() const = 0;
     // Appends each sequence's tokens to its KV blocks; logits [batch.num_logit_rows(), vocab].
     virtual void forward(const ForwardBatch& batch, std::vector<float>& logits) = 0;
+
+    // forward(), then the argmax of each logits row (lowest index on ties): for batches that are all
+    // greedy. A backend may find the argmax where the logits are (the GPU) and return only the ids.
+    virtual void forward_argmax(const ForwardBatch& batch, std::vector<int32_t>& ids);
+
+private:
+    std::vector<float> argmax_logits_;  // scratch of the default forward_argmax
 };
 
 }  // namespace hichat::executor

@@ -19,6 +19,10 @@ struct SamplingParams {
     std::optional<uint64_t> seed;      // fixed seed: reproducible sampling
 
     bool is_greedy() const { return temperature == 0.0f; }
+    // Greedy with no penalties: the next token is the argmax of the raw logits.
+    bool is_plain_greedy() const {
+        return is_greedy() && repetition_penalty == 1.0f && presence_penalty == 0.0f && frequency_penalty == 0.0f;
+    }
     // Errors name the field: temperature in [0, 100], top_p in (0, 1], top_k >= 0, min_p in [0, 1],
     // repetition_penalty in (0, 10], presence/frequency penalties in [-2, 2]; NaN is never valid.
     Status validate() const;

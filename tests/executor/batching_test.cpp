@@ -1,6 +1,8 @@
 // Batched and chunked forward passes give the same logits as one sequence run alone in one pass.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "common/fixtures.h"
 #include "executor/cpu_runner.h"
 #include "model/checkpoint.h"
@@ -49,6 +51,22 @@ TEST_F(BatchingTest, ChunkedPrefillEqualsOnePass) {
         all.insert(all.end(), logits.begin(), logits.end());
     }
     EXPECT_LT(testing::relative_error(all, expected), 1e-5);
+}
+
+TEST_F(BatchingTest, ForwardArgmaxIsTheArgmaxOfEachLogitsRow) {
+    const auto logits = alone(short_ids_);
+    CpuRunner runner(*checkpoint_, {.num_threads = 2, .num_kv_blocks = 32});
+    const auto table = identity_block_table(static_cast<int>(short_ids_.size()), 16);
+    ForwardBatch batch;
+    batch.seqs.push_back({.block_table = table, .pos0 = 0, .tokens = short_ids_, .all_logits = true});
+    std::vector<int32_t> ids;
+    runner.forward_argmax(batch, ids);
+    const size_t vocab = static_cast<size_t>(checkpoint_->config().vocab_size);
+    ASSERT_EQ(ids.size(), short_ids_.size());
+    for (size_t r = 0; r < ids.size(); ++r) {
+        const auto row = logits.begin() + static_cast<ptrdiff_t>(r * vocab);
+        EXPECT_EQ(ids[r], std::max_element(row, row + static_cast<ptrdiff_t>(vocab)) - row) << "row " << r;
+    }
 }
 
 TEST_F(BatchingTest, TwoSequencesInOneBatchEqualEachAlone) {

@@ -81,6 +81,23 @@ TEST_P(CudaGoldenTest, BatchedGreedyEqualsUnbatched) {
     for (int i = 0; i < 4; ++i) EXPECT_EQ(run({i})[0], together[static_cast<size_t>(i)]) << "prompt " << i;
 }
 
+// forward_argmax (argmax on the device, ids only) equals the argmax of the logits forward() returns.
+TEST_P(CudaGoldenTest, DeviceArgmaxEqualsHostArgmax) {
+    auto ids = golden_["ids_40"].get<std::vector<int32_t>>();
+    const auto table = identity_block_table(40, runner_->kv_block_size_tokens());
+    ForwardBatch batch;
+    batch.seqs.push_back({.block_table = table, .pos0 = 0, .tokens = ids, .all_logits = true});
+    std::vector<float> logits;
+    std::vector<int32_t> argmax_ids;
+    runner_->forward(batch, logits);
+    runner_->forward_argmax(batch, argmax_ids);  // same positions again: same K/V, same logits
+    const size_t vocab = static_cast<size_t>(checkpoint_->config().vocab_size);
+    ASSERT_EQ(argmax_ids.size(), ids.size());
+    for (size_t r = 0; r < ids.size(); ++r) {
+        EXPECT_EQ(argmax_ids[r], sampling::argmax(std::span<const float>(logits).subspan(r * vocab, vocab))) << "row " << r;
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaGoldenTest, ::testing::ValuesIn(testing::fixture_names()),
                          [](const auto& info) { return info.param; });
 
