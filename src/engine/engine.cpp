@@ -142,13 +142,9 @@ void Engine::Impl::admit_new_requests() {
     queue_.drain(requests, cancelled);
     for (Request& r : requests) {
         auto seq = std::make_unique<Sequence>(std::move(r), tokenizer_, config_.output_deny_list);
-        const int limit = max_context_tokens();
         // The API validates lengths; a request that still cannot fit ends at once instead of waiting forever.
-        if (seq->num_prompt_tokens() == 0 || seq->num_prompt_tokens() >= limit) {
-            by_id_[seq->state.id] = seq.get();
+        if (seq->num_prompt_tokens() == 0 || seq->num_prompt_tokens() >= max_context_tokens()) {
             finish(*seq, FinishReason::kLength, {}, {});
-            seqs_.push_back(std::move(seq));
-            continue;
         }
         by_id_[seq->state.id] = seq.get();
         seqs_.push_back(std::move(seq));

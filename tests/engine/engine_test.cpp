@@ -85,6 +85,19 @@ protected:
         return r;
     }
 
+    // Each prompt run on its own in a fresh engine: the reference for batched runs.
+    std::vector<std::vector<int32_t>> run_each_alone(const std::vector<std::vector<int32_t>>& ps, int max_tokens) {
+        auto engine = make_engine(64);
+        std::vector<std::vector<int32_t>> out;
+        for (const auto& p : ps) {
+            auto sink = std::make_shared<CollectingSink>();
+            engine->submit(greedy_request(p, max_tokens, sink));
+            EXPECT_TRUE(sink->wait());
+            out.push_back(sink->tokens);
+        }
+        return out;
+    }
+
     std::unique_ptr<model::Checkpoint> checkpoint_;
     std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
     nlohmann::json golden_;
@@ -119,16 +132,7 @@ std::vector<std::vector<int32_t>> prompts(const nlohmann::json& golden, int n) {
 TEST_F(EngineTest, ConcurrentRequestsEachEqualTheirRunAlone) {
     const int n = 24, max_tokens = 20;
     auto ps = prompts(golden_, n);
-    std::vector<std::vector<int32_t>> alone;
-    {
-        auto engine = make_engine(64);
-        for (const auto& p : ps) {
-            auto sink = std::make_shared<CollectingSink>();
-            engine->submit(greedy_request(p, max_tokens, sink));
-            ASSERT_TRUE(sink->wait());
-            alone.push_back(sink->tokens);
-        }
-    }
+    const auto alone = run_each_alone(ps, max_tokens);
     // Small token budget and chunks: requests join and leave a running batch every step.
     auto engine = make_engine(512, {.max_num_seqs = 16, .max_num_tokens_per_step = 48, .prefill_chunk_tokens = 16});
     std::vector<std::shared_ptr<CollectingSink>> sinks;
@@ -147,16 +151,7 @@ TEST_F(EngineTest, ConcurrentRequestsEachEqualTheirRunAlone) {
 TEST_F(EngineTest, PreemptionUnderATinyKvPoolKeepsResultsExact) {
     const int n = 6, max_tokens = 40;
     auto ps = prompts(golden_, n);
-    std::vector<std::vector<int32_t>> alone;
-    {
-        auto engine = make_engine(64);
-        for (const auto& p : ps) {
-            auto sink = std::make_shared<CollectingSink>();
-            engine->submit(greedy_request(p, max_tokens, sink));
-            ASSERT_TRUE(sink->wait());
-            alone.push_back(sink->tokens);
-        }
-    }
+    const auto alone = run_each_alone(ps, max_tokens);
     auto engine = make_engine(12);  // 192 token slots for 6 sequences of up to ~105 tokens
     std::vector<std::shared_ptr<CollectingSink>> sinks;
     for (const auto& p : ps) {

@@ -144,18 +144,26 @@ Stmt Parser::parse_if(SourcePos pos) {
     return {pos, std::move(stmt)};
 }
 
+bool Parser::collect_names(const Expr& target, const char* not_a_name, std::vector<std::string>& names,
+                           bool& unpack) {
+    if (auto* name = std::get_if<NameExpr>(&target.node)) {
+        names.push_back(name->name);
+        return true;
+    }
+    auto* tuple = std::get_if<ListExpr>(&target.node);
+    if (tuple == nullptr || !tuple->tuple) return false;
+    unpack = true;
+    for (const ExprPtr& item : tuple->items) {
+        if (auto* item_name = std::get_if<NameExpr>(&item->node)) names.push_back(item_name->name);
+        else fail(item->pos, not_a_name);
+    }
+    return true;
+}
+
 Stmt Parser::parse_for(SourcePos pos) {
     ForStmt stmt;
     ExprPtr target = parse_sequence(/*primary_only=*/true);
-    if (auto* name = std::get_if<NameExpr>(&target->node)) {
-        stmt.targets.push_back(name->name);
-    } else if (auto* tuple = std::get_if<ListExpr>(&target->node); tuple && tuple->tuple) {
-        stmt.unpack = true;
-        for (const ExprPtr& item : tuple->items) {
-            if (auto* item_name = std::get_if<NameExpr>(&item->node)) stmt.targets.push_back(item_name->name);
-            else fail(item->pos, "loop variables must be names");
-        }
-    } else {
+    if (!collect_names(*target, "loop variables must be names", stmt.targets, stmt.unpack)) {
         fail(target->pos, "expected a name or a tuple of names as the loop variable");
     }
     if (!failed() && !is_identifier("in")) fail(here(), "expected 'in' after the loop variable");
@@ -181,14 +189,9 @@ Stmt Parser::parse_for(SourcePos pos) {
 Stmt Parser::parse_set(SourcePos pos) {
     SetStmt stmt;
     ExprPtr target = parse_sequence(/*primary_only=*/false);
-    if (auto* name = std::get_if<NameExpr>(&target->node)) {
-        stmt.targets.push_back(name->name);
-    } else if (auto* tuple = std::get_if<ListExpr>(&target->node); tuple && tuple->tuple) {
-        stmt.unpack = true;
-        for (const ExprPtr& item : tuple->items) {
-            if (auto* item_name = std::get_if<NameExpr>(&item->node)) stmt.targets.push_back(item_name->name);
-            else fail(item->pos, "can only unpack into names in set");
-        }
+    const bool assigns_names = collect_names(*target, "can only unpack into names in set", stmt.targets, stmt.unpack);
+    if (assigns_names) {
+        // name or tuple of names: done
     } else if (auto* member = std::get_if<MemberExpr>(&target->node); member && !member->computed) {
         const auto* key = std::get_if<LiteralExpr>(&member->key->node);
         if (!key || !key->value.is_string()) return fail(member->key->pos, "expected an attribute name"), Stmt{pos, {}};

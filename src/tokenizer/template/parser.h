@@ -31,6 +31,9 @@ private:
     Body parse_body_until(std::initializer_list<std::string_view> end_names);
     void expect_end_tag(std::string_view name);
     Stmt parse_if(SourcePos pos);
+    // A loop or set target that is a name or a tuple of names: appends the names (a tuple sets
+    // `unpack`; a tuple item that is not a name fails with `not_a_name`). False for anything else.
+    bool collect_names(const Expr& target, const char* not_a_name, std::vector<std::string>& names, bool& unpack);
     Stmt parse_for(SourcePos pos);
     Stmt parse_set(SourcePos pos);
     Stmt parse_macro(SourcePos pos);
