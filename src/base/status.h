@@ -30,6 +30,7 @@ inline Status invalid_argument(std::string msg) { return {StatusCode::kInvalidAr
 inline Status not_found(std::string msg) { return {StatusCode::kNotFound, std::move(msg)}; }
 inline Status data_loss(std::string msg) { return {StatusCode::kDataLoss, std::move(msg)}; }
 inline Status unimplemented(std::string msg) { return {StatusCode::kUnimplemented, std::move(msg)}; }
+inline Status internal_error(std::string msg) { return {StatusCode::kInternal, std::move(msg)}; }
 
 // Either a value or a non-ok Status.
 template <typename T>

@@ -3,10 +3,15 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <bit>
+#include <map>
+#include <optional>
+#include <set>
 #include <cmath>
 #include <cstring>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_graph.h"
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/device_info.h"
 #include "backend/cuda/pinned_buffer.h"
@@ -25,22 +30,41 @@ T* ptr(const cuda::DeviceBuffer& b) {
     return static_cast<T*>(b.data());
 }
 
-// Host-side layout of one step's int32 metadata; copied to the device in one transfer.
-struct MetaLayout {
-    size_t ids, positions, slots, cu_seqlens, seq_lens_kv, block_tables, logit_rows, total;
-    MetaLayout(int max_tokens, int max_seqs, int max_blocks_per_seq) {
+// One step's int32 metadata, packed in this order and copied to the device in one transfer. The
+// offsets depend only on the counts, so a captured decode graph (fixed counts) always finds its data
+// at the captured addresses.
+struct StepLayout {
+    size_t ids = 0, positions = 0, slots = 0, logit_rows = 0, cu_seqlens = 0, seq_lens_kv = 0, block_tables = 0,
+           total = 0;
+    StepLayout() = default;
+    StepLayout(int num_tokens, int num_rows, int num_seqs, int table_stride) {
         size_t at = 0;
         auto take = [&](size_t n) { size_t here = at; at += n; return here; };
-        ids = take(static_cast<size_t>(max_tokens));
-        positions = take(static_cast<size_t>(max_tokens));
-        slots = take(static_cast<size_t>(max_tokens));
-        cu_seqlens = take(static_cast<size_t>(max_seqs) + 1);
-        seq_lens_kv = take(static_cast<size_t>(max_seqs));
-        block_tables = take(static_cast<size_t>(max_seqs) * max_blocks_per_seq);
-        logit_rows = take(static_cast<size_t>(max_tokens));
+        ids = take(static_cast<size_t>(num_tokens));
+        positions = take(static_cast<size_t>(num_tokens));
+        slots = take(static_cast<size_t>(num_tokens));
+        logit_rows = take(static_cast<size_t>(num_rows));
+        cu_seqlens = take(static_cast<size_t>(num_seqs) + 1);
+        seq_lens_kv = take(static_cast<size_t>(num_seqs));
+        block_tables = take(static_cast<size_t>(num_seqs) * table_stride);
         total = at;
     }
 };
+
+// A decode step's graph: padded batch size and the power-of-two bucket of its longest context.
+struct GraphKey {
+    int batch, kv_len;
+    auto operator<=>(const GraphKey&) const = default;
+};
+
+constexpr int kMinGraphKvLen = 256;
+
+// Batch sizes that have decode graphs: 1, 2, 4, 8, then every 8 up to 256, then every 32.
+int graph_batch_bucket(int n) {
+    if (n <= 8) return std::bit_ceil(static_cast<unsigned>(n));
+    if (n <= 256) return (n + 7) / 8 * 8;
+    return (n + 31) / 32 * 32;
+}
 
 }  // namespace
 
@@ -50,42 +74,59 @@ struct CudaRunner::Impl {
     CudaWeights weights;
     cuda::Gemm gemm;
     cudaStream_t stream = nullptr;
-    int num_blocks = 0, max_blocks_per_seq = 0, max_logit_rows = 0;
+    int num_blocks = 0, max_blocks_per_seq = 0, max_logit_rows = 0, max_graph_batch = 0;
+    int32_t scratch_block = 0;   // one KV block outside the pool: where padded decode rows write
     int64_t q_width = 0, kv_width = 0, qkv_width = 0;
-    MetaLayout meta_layout;
+    StepLayout layout;           // this step's metadata offsets
 
-    cuda::DeviceBuffer kv;        // [layers][2][num_blocks * block_size * kv_width] bf16
+    cuda::DeviceBuffer kv;        // [layers][2][(num_blocks + 1) * block_size * kv_width] bf16
     cuda::DeviceBuffer inv_freq;  // [head_dim / 2] fp32
     cuda::DeviceBuffer x, h, qkv, q, attn, gate_up, act, rows, row_norm, logits, ids, meta, attn_workspace;
     size_t attn_workspace_bytes = 0;
     cuda::PinnedBuffer host_meta, host_logits, host_ids;
+    std::map<GraphKey, cuda::CudaGraph> graphs;
+    std::set<GraphKey> warmed;    // keys run once eagerly (plans made, kernels loaded), ready to capture
 
     Impl(const model::Checkpoint& ckpt, const CudaRunnerConfig& c, CudaWeights w)
         : cfg(ckpt.config()),
           config(c),
           weights(std::move(w)),
-          max_blocks_per_seq((c.max_context_tokens + c.kv_block_size_tokens - 1) / c.kv_block_size_tokens),
-          meta_layout(c.max_num_tokens_per_step, c.max_num_seqs, max_blocks_per_seq) {}
+          max_blocks_per_seq((c.max_context_tokens + c.kv_block_size_tokens - 1) / c.kv_block_size_tokens) {}
 
-    Status allocate(const model::Checkpoint& ckpt);
+    Status allocate();
     // Runs the layers; then logits to the host (logits != null) or their argmax ids (ids != null).
     void forward(const ForwardBatch& batch, std::vector<float>* logits, std::vector<int32_t>* ids);
-    void stage_metadata(const ForwardBatch& batch, cuda::AttentionMetadata& meta_out);
-    void run_layer(int layer, const cuda::AttentionMetadata& meta, int num_tokens);
+    // The graph for a pure decode step whose ids come back (every sequence one token), if it has one.
+    std::optional<GraphKey> decode_graph_key(const ForwardBatch& batch, bool want_ids) const;
+    // Packs ids, positions, slots, logit rows, sequence boundaries and block tables into pinned memory;
+    // with a graph key, pads to key.batch one-token sequences (writing to the scratch block) and sizes
+    // the tables for key.kv_len tokens.
+    void fill_metadata(const ForwardBatch& batch, const std::optional<GraphKey>& key, cuda::AttentionMetadata& m);
+    // Metadata copy, embedding and the layers.
+    void enqueue_layers(const cuda::AttentionMetadata& m);
+    // Final norm, LM head and argmax of logit rows [begin, begin + n); ids to host_ids.
+    void enqueue_argmax(int begin, int n);
+    void run_layer(int layer, const cuda::AttentionMetadata& m, int num_tokens);
+    void run_decode_graph(const GraphKey& key, const cuda::AttentionMetadata& m);
     void compute_logits(int num_rows, std::vector<float>* logits_out, std::vector<int32_t>* ids_out);
     bf16* k_cache(int layer) const { return ptr<bf16>(kv) + kv_layer_elems() * (2 * layer); }
     bf16* v_cache(int layer) const { return ptr<bf16>(kv) + kv_layer_elems() * (2 * layer + 1); }
     size_t kv_layer_elems() const {
-        return static_cast<size_t>(num_blocks) * config.kv_block_size_tokens * static_cast<size_t>(kv_width);
+        return static_cast<size_t>(num_blocks + 1) * config.kv_block_size_tokens * static_cast<size_t>(kv_width);
     }
+    const int32_t* device_meta(size_t offset) const { return ptr<int32_t>(meta) + offset; }
 };
 
-Status CudaRunner::Impl::allocate(const model::Checkpoint& ckpt) {
+Status CudaRunner::Impl::allocate() {
     q_width = static_cast<int64_t>(cfg.num_heads) * cfg.head_dim;
     kv_width = static_cast<int64_t>(cfg.num_kv_heads) * cfg.head_dim;
     qkv_width = q_width + 2 * kv_width;
     const size_t t = static_cast<size_t>(config.max_num_tokens_per_step);
     max_logit_rows = std::max(1, config.max_num_seqs);
+    max_graph_batch = std::min(config.max_num_seqs, config.max_num_tokens_per_step);
+    while (max_graph_batch > 0 && graph_batch_bucket(max_graph_batch) > max_graph_batch) --max_graph_batch;
+    const size_t meta_ints = StepLayout(config.max_num_tokens_per_step, config.max_num_tokens_per_step,
+                                        config.max_num_seqs, max_blocks_per_seq).total;
     auto alloc = [](cuda::DeviceBuffer& b, size_t bytes) -> Status {
         auto r = cuda::DeviceBuffer::allocate(bytes);
         if (!r.ok()) return r.status();
@@ -103,7 +144,7 @@ Status CudaRunner::Impl::allocate(const model::Checkpoint& ckpt) {
     HICHAT_RETURN_IF_ERROR(alloc(row_norm, static_cast<size_t>(max_logit_rows) * cfg.hidden_size * 2));
     HICHAT_RETURN_IF_ERROR(alloc(logits, static_cast<size_t>(max_logit_rows) * cfg.vocab_size * 4));
     HICHAT_RETURN_IF_ERROR(alloc(ids, static_cast<size_t>(max_logit_rows) * 4));
-    HICHAT_RETURN_IF_ERROR(alloc(meta, meta_layout.total * 4));
+    HICHAT_RETURN_IF_ERROR(alloc(meta, meta_ints * 4));
     attn_workspace_bytes = cuda::attention_workspace_bytes(config.max_num_tokens_per_step, cfg.num_heads, cfg.head_dim,
                                                            config.max_context_tokens);
     if (attn_workspace_bytes > 0) HICHAT_RETURN_IF_ERROR(alloc(attn_workspace, attn_workspace_bytes));
@@ -116,7 +157,7 @@ Status CudaRunner::Impl::allocate(const model::Checkpoint& ckpt) {
         b = std::move(r).value();
         return ok_status();
     };
-    HICHAT_RETURN_IF_ERROR(pinned(host_meta, meta_layout.total * 4));
+    HICHAT_RETURN_IF_ERROR(pinned(host_meta, meta_ints * 4));
     HICHAT_RETURN_IF_ERROR(pinned(host_logits, static_cast<size_t>(max_logit_rows) * cfg.vocab_size * 4));
     HICHAT_RETURN_IF_ERROR(pinned(host_ids, static_cast<size_t>(max_logit_rows) * 4));
 
@@ -132,57 +173,93 @@ Status CudaRunner::Impl::allocate(const model::Checkpoint& ckpt) {
         return invalid_argument("not enough device memory for one full-context sequence's KV (" +
                                 std::to_string(num_blocks) + " blocks)");
     }
-    HICHAT_RETURN_IF_ERROR(alloc(kv, static_cast<size_t>(num_blocks) * block_bytes));
+    scratch_block = num_blocks;
+    HICHAT_RETURN_IF_ERROR(alloc(kv, static_cast<size_t>(num_blocks + 1) * block_bytes));
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    (void)ckpt;
     return ok_status();
 }
 
-// Packs ids, positions, slots, sequence boundaries, block tables and logit rows into pinned memory
-// and sends them in one copy.
-void CudaRunner::Impl::stage_metadata(const ForwardBatch& batch, cuda::AttentionMetadata& m) {
-    auto* h = static_cast<int32_t*>(host_meta.data());
+std::optional<GraphKey> CudaRunner::Impl::decode_graph_key(const ForwardBatch& batch, bool want_ids) const {
+    const int n = static_cast<int>(batch.seqs.size());
+    if (!want_ids || n == 0 || n > max_graph_batch) return std::nullopt;
+    int max_kv = 0;
+    for (const ForwardSeq& seq : batch.seqs) {
+        if (seq.tokens.size() != 1 || seq.all_logits) return std::nullopt;
+        max_kv = std::max(max_kv, seq.pos0 + 1);
+    }
+    const int kv_cap = max_blocks_per_seq * config.kv_block_size_tokens;
+    const int kv_len = std::min(kv_cap, static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::max(max_kv, kMinGraphKvLen)))));
+    return GraphKey{graph_batch_bucket(n), kv_len};
+}
+
+void CudaRunner::Impl::fill_metadata(const ForwardBatch& batch, const std::optional<GraphKey>& key,
+                                     cuda::AttentionMetadata& m) {
     const int bs = config.kv_block_size_tokens;
-    const int num_seqs = static_cast<int>(batch.seqs.size());
+    const int num_real = static_cast<int>(batch.seqs.size());
+    const int num_seqs = key ? key->batch : num_real;
     CHECK_LE(num_seqs, config.max_num_seqs);
-    int t = 0, r = 0;
-    h[meta_layout.cu_seqlens] = 0;
     m = {};
+    const int num_tokens = key ? num_seqs : static_cast<int>(batch.num_tokens());
+    const int num_rows = key ? num_seqs : static_cast<int>(batch.num_logit_rows());
+    int longest = 0;
+    for (const ForwardSeq& seq : batch.seqs) longest = std::max(longest, seq.pos0 + static_cast<int>(seq.tokens.size()));
+    const int stride = key ? key->kv_len / bs : (longest + bs - 1) / bs;
+    CHECK_LE(num_tokens, config.max_num_tokens_per_step);
+    CHECK_LE(longest, config.max_context_tokens);
+    layout = StepLayout(num_tokens, num_rows, num_seqs, stride);
+
+    auto* h = static_cast<int32_t*>(host_meta.data());
+    int t = 0, r = 0;
+    h[layout.cu_seqlens] = 0;
     for (int s = 0; s < num_seqs; ++s) {
+        int32_t* table = h + layout.block_tables + static_cast<size_t>(s) * stride;
+        if (s >= num_real) {   // padding: one token at position 0 of the scratch block
+            h[layout.ids + t] = 0;
+            h[layout.positions + t] = 0;
+            h[layout.slots + t] = scratch_block * bs;
+            h[layout.logit_rows + r++] = t++;
+            h[layout.cu_seqlens + s + 1] = t;
+            h[layout.seq_lens_kv + s] = 1;
+            table[0] = scratch_block;
+            std::fill(table + 1, table + stride, -1);
+            continue;
+        }
         const ForwardSeq& seq = batch.seqs[static_cast<size_t>(s)];
         const int n = static_cast<int>(seq.tokens.size());
         CHECK_LE(static_cast<int>(seq.block_table.size()), max_blocks_per_seq);
         for (int i = 0; i < n; ++i, ++t) {
             const int pos = seq.pos0 + i;
-            h[meta_layout.ids + t] = seq.tokens[static_cast<size_t>(i)];
-            h[meta_layout.positions + t] = pos;
-            h[meta_layout.slots + t] = seq.block_table[static_cast<size_t>(pos / bs)] * bs + pos % bs;
-            if (seq.all_logits || i == n - 1) h[meta_layout.logit_rows + r++] = t;
+            h[layout.ids + t] = seq.tokens[static_cast<size_t>(i)];
+            h[layout.positions + t] = pos;
+            h[layout.slots + t] = seq.block_table[static_cast<size_t>(pos / bs)] * bs + pos % bs;
+            if (seq.all_logits || i == n - 1) h[layout.logit_rows + r++] = t;
         }
-        h[meta_layout.cu_seqlens + s + 1] = t;
-        h[meta_layout.seq_lens_kv + s] = seq.pos0 + n;
-        int32_t* table = h + meta_layout.block_tables + static_cast<size_t>(s) * max_blocks_per_seq;
-        for (int b = 0; b < max_blocks_per_seq; ++b) {
-            table[b] = b < static_cast<int>(seq.block_table.size()) ? seq.block_table[static_cast<size_t>(b)] : -1;
-        }
+        h[layout.cu_seqlens + s + 1] = t;
+        h[layout.seq_lens_kv + s] = seq.pos0 + n;
+        const int used = std::min(stride, static_cast<int>(seq.block_table.size()));
+        std::copy(seq.block_table.begin(), seq.block_table.begin() + used, table);
+        std::fill(table + used, table + stride, -1);
         m.max_seq_len_q = std::max(m.max_seq_len_q, n);
-        m.max_seq_len_kv = std::max(m.max_seq_len_kv, seq.pos0 + n);
     }
-    CHECK_LE(t, config.max_num_tokens_per_step);
-    CHECK_LE(m.max_seq_len_kv, config.max_context_tokens);
-    CUDA_CHECK(cudaMemcpyAsync(meta.data(), host_meta.data(), meta_layout.total * 4, cudaMemcpyHostToDevice, stream));
-    const auto* d = ptr<int32_t>(meta);
-    m.cu_seqlens_q = d + meta_layout.cu_seqlens;
-    m.seq_lens_kv = d + meta_layout.seq_lens_kv;
-    m.block_tables = d + meta_layout.block_tables;
+    m.max_seq_len_q = std::max(m.max_seq_len_q, 1);
+    m.max_seq_len_kv = key ? key->kv_len : longest;
+    m.cu_seqlens_q = device_meta(layout.cu_seqlens);
+    m.seq_lens_kv = device_meta(layout.seq_lens_kv);
+    m.block_tables = device_meta(layout.block_tables);
     m.num_seqs = num_seqs;
     m.num_tokens = t;
-    m.max_blocks_per_seq = max_blocks_per_seq;
+    m.max_blocks_per_seq = stride;
+}
+
+void CudaRunner::Impl::enqueue_layers(const cuda::AttentionMetadata& m) {
+    CUDA_CHECK(cudaMemcpyAsync(meta.data(), host_meta.data(), layout.total * 4, cudaMemcpyHostToDevice, stream));
+    CUDA_CHECK(cuda::embedding(device_meta(layout.ids), m.num_tokens, ptr<bf16>(weights.embed), cfg.hidden_size,
+                               ptr<float>(x), stream));
+    for (int layer = 0; layer < cfg.num_layers; ++layer) run_layer(layer, m, m.num_tokens);
 }
 
 void CudaRunner::Impl::run_layer(int layer, const cuda::AttentionMetadata& m, int t) {
     const CudaLayerWeights& w = weights.layers[static_cast<size_t>(layer)];
-    const auto* d = ptr<int32_t>(meta);
     const int hidden = cfg.hidden_size, inter = cfg.intermediate_size;
     CUDA_CHECK(cuda::rms_norm(ptr<float>(x), t, hidden, ptr<bf16>(w.attn_norm), cfg.rms_norm_eps, ptr<bf16>(h), stream));
     CUDA_CHECK(gemm.run(ptr<bf16>(h), ptr<bf16>(w.qkv), qkv.data(), cuda::GemmOut::kBf16, t,
@@ -192,9 +269,9 @@ void CudaRunner::Impl::run_layer(int layer, const cuda::AttentionMetadata& m, in
                           .q_norm = w.q_norm.empty() ? nullptr : ptr<bf16>(w.q_norm),
                           .k_norm = w.k_norm.empty() ? nullptr : ptr<bf16>(w.k_norm),
                           .norm_eps = cfg.rms_norm_eps,
-                          .positions = d + meta_layout.positions,
+                          .positions = device_meta(layout.positions),
                           .inv_freq = ptr<float>(inv_freq),
-                          .slot_mapping = d + meta_layout.slots,
+                          .slot_mapping = device_meta(layout.slots),
                           .num_tokens = t,
                           .num_heads = cfg.num_heads,
                           .num_kv_heads = cfg.num_kv_heads,
@@ -216,20 +293,25 @@ void CudaRunner::Impl::run_layer(int layer, const cuda::AttentionMetadata& m, in
     CUDA_CHECK(gemm.run(ptr<bf16>(act), ptr<bf16>(w.down), x.data(), cuda::GemmOut::kF32, t, hidden, inter, true, stream));
 }
 
+void CudaRunner::Impl::enqueue_argmax(int begin, int n) {
+    const int hidden = cfg.hidden_size, vocab = cfg.vocab_size;
+    const bf16* head = weights.lm_head.empty() ? ptr<bf16>(weights.embed) : ptr<bf16>(weights.lm_head);
+    CUDA_CHECK(cuda::gather_rows(ptr<float>(x), device_meta(layout.logit_rows) + begin, n, hidden, ptr<float>(rows),
+                                 stream));
+    CUDA_CHECK(cuda::rms_norm(ptr<float>(rows), n, hidden, ptr<bf16>(weights.final_norm), cfg.rms_norm_eps,
+                              ptr<bf16>(row_norm), stream));
+    CUDA_CHECK(gemm.run(ptr<bf16>(row_norm), head, logits.data(), cuda::GemmOut::kF32, n, vocab, hidden, false, stream));
+}
+
 // LM head over the rows that need logits, max_logit_rows at a time; copies the logits (or only their
 // argmax ids) back to the host.
 void CudaRunner::Impl::compute_logits(int num_rows, std::vector<float>* logits_out, std::vector<int32_t>* ids_out) {
-    const int hidden = cfg.hidden_size, vocab = cfg.vocab_size;
-    const bf16* head = weights.lm_head.empty() ? ptr<bf16>(weights.embed) : ptr<bf16>(weights.lm_head);
+    const int vocab = cfg.vocab_size;
     if (logits_out != nullptr) logits_out->resize(static_cast<size_t>(num_rows) * vocab);
     if (ids_out != nullptr) ids_out->resize(static_cast<size_t>(num_rows));
-    const auto* row_ids = ptr<int32_t>(meta) + meta_layout.logit_rows;
     for (int begin = 0; begin < num_rows; begin += max_logit_rows) {
         const int n = std::min(max_logit_rows, num_rows - begin);
-        CUDA_CHECK(cuda::gather_rows(ptr<float>(x), row_ids + begin, n, hidden, ptr<float>(rows), stream));
-        CUDA_CHECK(cuda::rms_norm(ptr<float>(rows), n, hidden, ptr<bf16>(weights.final_norm), cfg.rms_norm_eps,
-                                  ptr<bf16>(row_norm), stream));
-        CUDA_CHECK(gemm.run(ptr<bf16>(row_norm), head, logits.data(), cuda::GemmOut::kF32, n, vocab, hidden, false, stream));
+        enqueue_argmax(begin, n);
         if (ids_out != nullptr) {
             CUDA_CHECK(cuda::argmax_rows(ptr<float>(logits), n, vocab, ptr<int32_t>(ids), stream));
             CUDA_CHECK(cudaMemcpyAsync(host_ids.data(), ids.data(), static_cast<size_t>(n) * 4, cudaMemcpyDeviceToHost,
@@ -245,14 +327,44 @@ void CudaRunner::Impl::compute_logits(int num_rows, std::vector<float>* logits_o
     }
 }
 
+// The first step of a key runs eagerly (cuBLASLt plans made, kernels loaded); the second captures the
+// graph; from then on a step is one graph launch. The ids land in host_ids.
+void CudaRunner::Impl::run_decode_graph(const GraphKey& key, const cuda::AttentionMetadata& m) {
+    auto enqueue = [&] {
+        enqueue_layers(m);
+        enqueue_argmax(0, key.batch);
+        CUDA_CHECK(cuda::argmax_rows(ptr<float>(logits), key.batch, cfg.vocab_size, ptr<int32_t>(ids), stream));
+        CUDA_CHECK(cudaMemcpyAsync(host_ids.data(), ids.data(), static_cast<size_t>(key.batch) * 4,
+                                   cudaMemcpyDeviceToHost, stream));
+    };
+    auto it = graphs.find(key);
+    if (it == graphs.end()) {
+        if (warmed.insert(key).second) {
+            enqueue();
+            CUDA_CHECK(cudaStreamSynchronize(stream));
+            return;
+        }
+        auto graph = cuda::CudaGraph::capture(stream, enqueue);
+        CHECK(graph.ok()) << graph.status().message();
+        it = graphs.emplace(key, std::move(graph).value()).first;
+    }
+    CUDA_CHECK(it->second.launch(stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
 void CudaRunner::Impl::forward(const ForwardBatch& batch, std::vector<float>* logits_out,
                                std::vector<int32_t>* ids_out) {
+    const std::optional<GraphKey> key = config.use_cuda_graphs ? decode_graph_key(batch, ids_out != nullptr)
+                                                               : std::nullopt;
     cuda::AttentionMetadata m;
-    stage_metadata(batch, m);
-    const auto* d = ptr<int32_t>(meta);
-    CUDA_CHECK(cuda::embedding(d + meta_layout.ids, m.num_tokens, ptr<bf16>(weights.embed), cfg.hidden_size,
-                               ptr<float>(x), stream));
-    for (int layer = 0; layer < cfg.num_layers; ++layer) run_layer(layer, m, m.num_tokens);
+    fill_metadata(batch, key, m);
+    if (key) {
+        run_decode_graph(*key, m);
+        const auto* got = static_cast<const int32_t*>(host_ids.data());
+        ids_out->assign(got, got + batch.seqs.size());
+        return;
+    }
+    enqueue_layers(m);
     compute_logits(static_cast<int>(batch.num_logit_rows()), logits_out, ids_out);
 }
 
@@ -265,7 +377,7 @@ Result<std::unique_ptr<CudaRunner>> CudaRunner::create(const model::Checkpoint& 
     auto weights = CudaWeights::upload(checkpoint);
     if (!weights.ok()) return weights.status();
     auto impl = std::make_unique<Impl>(checkpoint, c, std::move(weights).value());
-    HICHAT_RETURN_IF_ERROR(impl->allocate(checkpoint));
+    HICHAT_RETURN_IF_ERROR(impl->allocate());
     return std::unique_ptr<CudaRunner>(new CudaRunner(std::move(impl)));
 }
 

@@ -1,7 +1,8 @@
 // CudaRunner: the Llama-family forward pass on one CUDA device, behind the same ModelRunner
 // interface as CpuRunner. Owns the device weights (uploaded once as bf16, q/k/v and gate/up fused), the
 // paged bf16 KV pool, the workspaces for the largest step, pinned staging buffers and one stream; no
-// device allocation after construction. Engine (or CLI) thread only.
+// device allocation after construction except the decode graphs, captured on first use for each
+// (padded batch size, power-of-two context) bucket. Engine (or CLI) thread only.
 #pragma once
 
 #include <memory>
@@ -21,6 +22,7 @@ struct CudaRunnerConfig {
     int max_num_tokens_per_step = 8192;  // workspace size (prefill chunk + decodes)
     int max_num_seqs = 256;
     int max_context_tokens = 0;          // 0: the model's max_position_embeddings
+    bool use_cuda_graphs = true;         // decode steps replay captured graphs (per batch / context bucket)
 };
 
 class CudaRunner final : public ModelRunner {

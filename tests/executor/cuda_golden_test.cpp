@@ -98,6 +98,47 @@ TEST_P(CudaGoldenTest, DeviceArgmaxEqualsHostArgmax) {
     }
 }
 
+// Greedy decode through forward_argmax (decode steps replay CUDA graphs: 3 sequences padded to 4,
+// contexts crossing the 256-token graph bucket) equals decode through forward() (eager) + host argmax.
+TEST_P(CudaGoldenTest, GraphedDecodeEqualsEagerDecode) {
+    auto ids = golden_["ids_300"].get<std::vector<int32_t>>();
+    const std::vector<std::vector<int32_t>> prompts = {{ids.begin(), ids.begin() + 250},
+                                                       {ids.begin() + 3, ids.begin() + 8},
+                                                       {ids.begin() + 40, ids.begin() + 57}};
+    const int steps = 24, blocks_per_seq = 512 / runner_->kv_block_size_tokens();
+    const size_t vocab = static_cast<size_t>(checkpoint_->config().vocab_size);
+    auto run = [&](bool device_argmax) {
+        std::vector<std::vector<int32_t>> out(prompts.size()), tables(prompts.size());
+        ForwardBatch batch;
+        for (size_t s = 0; s < prompts.size(); ++s) {
+            for (int b = 0; b < blocks_per_seq; ++b) tables[s].push_back(static_cast<int32_t>(s) * blocks_per_seq + b);
+            batch.seqs.push_back({.block_table = tables[s], .pos0 = 0, .tokens = prompts[s]});
+        }
+        std::vector<float> logits;
+        std::vector<int32_t> next;
+        for (int step = 0; step < steps; ++step) {
+            if (device_argmax) {
+                runner_->forward_argmax(batch, next);
+            } else {
+                runner_->forward(batch, logits);
+                next.clear();
+                for (size_t s = 0; s < prompts.size(); ++s)
+                    next.push_back(sampling::argmax(std::span<const float>(logits).subspan(s * vocab, vocab)));
+            }
+            EXPECT_EQ(next.size(), prompts.size());
+            for (size_t s = 0; s < prompts.size(); ++s) {
+                out[s].push_back(next[s]);
+                batch.seqs[s].pos0 = static_cast<int32_t>(prompts[s].size()) + step;
+                batch.seqs[s].tokens = std::span<const int32_t>(&out[s].back(), 1);
+            }
+        }
+        return out;
+    };
+    const auto eager = run(false);
+    const auto graphed = run(true);
+    for (size_t s = 0; s < prompts.size(); ++s) EXPECT_EQ(graphed[s], eager[s]) << "prompt " << s;
+}
+
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaGoldenTest, ::testing::ValuesIn(testing::fixture_names()),
                          [](const auto& info) { return info.param; });
 
