@@ -154,17 +154,24 @@ double run_attention(AttentionSetup& s) {
 }
 
 void bench_attention(std::mt19937& rng) {
-    for (auto [seqs, len] : {std::pair{64, 4096}, std::pair{256, 1024}, std::pair{8, 8192}, std::pair{1, 32768}}) {
+    for (auto [seqs, len] : {std::pair{64, 4096}, std::pair{256, 1024}, std::pair{256, 2000}, std::pair{8, 8192},
+                             std::pair{1, 32768}}) {
         AttentionSetup s = make_attention(seqs, 1, len, rng);
         char name[64];
         std::snprintf(name, sizeof(name), "decode attention %d seqs x %d ctx", seqs, len);
         report_bytes(name, run_attention(s), 2.0 * 2 * seqs * static_cast<double>(len) * 8 * 128);
     }
-    for (auto [seqs, len] : {std::pair{1, 4096}, std::pair{8, 1024}}) {
-        AttentionSetup s = make_attention(seqs, len, len, rng);
+    // Prefill (tensor cores): fresh prompts and chunks of new tokens over a cached prefix. FLOPs count the
+    // causal half only: 4 * head_dim * heads per (query, visible key) pair.
+    struct PrefillShape { int seqs, num_new, kv_len; };
+    for (auto [seqs, num_new, len] : {PrefillShape{1, 4096, 4096}, PrefillShape{8, 1024, 1024},
+                                      PrefillShape{1, 16384, 16384}, PrefillShape{4, 512, 8192},
+                                      PrefillShape{16, 128, 2048}}) {
+        AttentionSetup s = make_attention(seqs, num_new, len, rng);
         char name[64];
-        std::snprintf(name, sizeof(name), "prefill attention %d seqs x %d", seqs, len);
-        report_flops(name, run_attention(s), 4.0 * seqs * (static_cast<double>(len) * len / 2) * 128 * 32);
+        std::snprintf(name, sizeof(name), "prefill attention %d seqs x %d new / %d ctx", seqs, num_new, len);
+        const double pairs = static_cast<double>(num_new) * (len - num_new) + num_new * (num_new + 1.0) / 2;
+        report_flops(name, run_attention(s), 4.0 * seqs * pairs * 128 * 32);
     }
 }
 

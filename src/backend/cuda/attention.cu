@@ -1,6 +1,7 @@
 // paged_attention(): checks the arguments, plans the decode split over the workspace, and hands the
 // batch to the decode kernel (every sequence has at most one new token) or the prefill kernel.
 #include <algorithm>
+#include <cstdint>
 
 #include "backend/cuda/attention_launch.h"
 #include "backend/cuda/device_info.h"
@@ -11,8 +12,12 @@ namespace hichat::cuda {
 namespace {
 
 constexpr int kMinKeysPerSplit = 256;   // shorter splits cost more in the combine than they save
-constexpr int kMaxSplits = 16;
-constexpr int kSplitKeyQuantum = 128;   // a decode block takes 4 warps x 32 keys per round
+constexpr int kMaxSplits = 64;
+constexpr int kSplitKeyQuantum = 128;   // a decode block's 4 warps take 16-key tiles in turn
+constexpr int kMaxTokenSplits = 1024;   // partial rows (tokens x splits) the workspace holds at most
+constexpr int kDecodeRows = 16;         // query heads one decode block carries (attention_decode.cu)
+constexpr int kDecodeBlocksPerSm = 2;   // resident decode blocks per SM (96 KB of shared memory each)
+constexpr int kSplitOverheadKeys = 128; // per-block cost outside the key loop (prologue, merge), in keys
 constexpr float kLog2e = 1.4426950408889634f;
 
 int max_splits_for(int max_seq_len_kv) {
@@ -24,20 +29,43 @@ size_t split_workspace_bytes(int num_tokens, int num_heads, int head_dim, int nu
     return sizeof(float) * static_cast<size_t>(num_tokens) * num_heads * num_splits * (head_dim + 1);
 }
 
-// Enough blocks for about two waves of the device, no split shorter than kMinKeysPerSplit, and no
-// more partials than the workspace holds.
+int keys_per_split_for(int max_len, int num_splits) {
+    return kernels::ceil_div(kernels::ceil_div(max_len, num_splits), kSplitKeyQuantum) * kSplitKeyQuantum;
+}
+
+// Estimated time of a split count, in key-steps of one block: full waves of resident blocks times the
+// keys of one block plus its fixed cost. A wave only partly filled costs a whole one.
+int64_t split_cost(int base_blocks, int capacity, int max_len, int num_splits) {
+    const int keys = keys_per_split_for(max_len, num_splits);
+    const int64_t blocks = static_cast<int64_t>(base_blocks) * kernels::ceil_div(max_len, keys);
+    const int64_t waves = (blocks + capacity - 1) / capacity;
+    return waves * (keys + kSplitOverheadKeys) + (num_splits > 1 ? kSplitOverheadKeys : 0);
+}
+
+// The split count with the lowest split_cost (fewest splits on ties), no split shorter than
+// kMinKeysPerSplit, and no more partials than the workspace holds. Depends only on the batch shape
+// and max_seq_len_kv, never on the actual lengths (CUDA-graph replay).
 attn::DecodeSplit plan_decode_split(const AttentionMetadata& meta, int num_heads, int num_kv_heads, int head_dim,
                                     void* workspace, size_t workspace_bytes) {
-    attn::DecodeSplit split;
     const int group_size = num_heads / num_kv_heads;
-    const int num_blocks = meta.num_seqs * num_kv_heads * kernels::ceil_div(group_size, 8);
-    const int num_sms = std::max(cuda_num_sms(), 1);
-    int num_splits = std::min(max_splits_for(meta.max_seq_len_kv), kernels::ceil_div(2 * num_sms, num_blocks));
-    while (num_splits > 1 && split_workspace_bytes(meta.num_tokens, num_heads, head_dim, num_splits) > workspace_bytes)
-        --num_splits;
-    if (workspace == nullptr) num_splits = 1;
+    const int base_blocks = meta.num_seqs * num_kv_heads * kernels::ceil_div(group_size, kDecodeRows);
+    const int capacity = kDecodeBlocksPerSm * std::max(cuda_num_sms(), 1);
     const int max_len = std::max(meta.max_seq_len_kv, 1);
-    split.keys_per_split = kernels::ceil_div(kernels::ceil_div(max_len, num_splits), kSplitKeyQuantum) * kSplitKeyQuantum;
+    int best = 1;
+    if (workspace != nullptr) {
+        int64_t best_cost = split_cost(base_blocks, capacity, max_len, 1);
+        const int limit = std::min(max_splits_for(max_len), kMaxTokenSplits / std::max(meta.num_tokens, 1));
+        for (int n = 2; n <= limit; ++n) {
+            if (split_workspace_bytes(meta.num_tokens, num_heads, head_dim, n) > workspace_bytes) break;
+            const int64_t cost = split_cost(base_blocks, capacity, max_len, n);
+            if (cost < best_cost) {
+                best = n;
+                best_cost = cost;
+            }
+        }
+    }
+    attn::DecodeSplit split;
+    split.keys_per_split = keys_per_split_for(max_len, best);
     split.num_splits = kernels::ceil_div(max_len, split.keys_per_split);
     if (split.num_splits > 1) {
         split.partial_o = static_cast<float*>(workspace);
@@ -49,7 +77,10 @@ attn::DecodeSplit plan_decode_split(const AttentionMetadata& meta, int num_heads
 }  // namespace
 
 size_t attention_workspace_bytes(int max_num_tokens, int num_heads, int head_dim, int max_seq_len_kv) {
-    return split_workspace_bytes(max_num_tokens, num_heads, head_dim, max_splits_for(max_seq_len_kv));
+    const int max_splits = max_splits_for(max_seq_len_kv);
+    if (max_splits <= 1 || max_num_tokens <= 0) return 0;
+    const int64_t rows = std::min<int64_t>(static_cast<int64_t>(max_num_tokens) * max_splits, kMaxTokenSplits);
+    return sizeof(float) * static_cast<size_t>(rows) * num_heads * (head_dim + 1);
 }
 
 cudaError_t paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const AttentionMetadata& meta,

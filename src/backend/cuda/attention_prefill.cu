@@ -1,90 +1,319 @@
-// Prefill attention (any number of new tokens per sequence), causal, over the paged cache.
-// One block per (tile of 32 rows, sequence, kv head); a row is a (new token, query head of the GQA
-// group) pair, so the group's heads share every K/V tile. Flash-style: K/V tiles of 32 keys in shared
-// memory (cp.async), online softmax in fp32; a warp skips the tiles past its rows' causal limit.
+// Prefill attention (any number of new tokens per sequence), causal, over the paged cache, on tensor
+// cores: flash-attention-2 style, bf16 mma.m16n8k16 with fp32 accumulators (attention_mma.cuh).
+// A "row" is a (new token, query head of the GQA group) pair, flattened token-major within one
+// (sequence, kv head), so the group's heads share every K/V tile. One block of 4 warps takes 64 rows
+// (16 per warp) and walks the keys in tiles of 64: K/V tiles are copied from the paged cache with
+// cp.async, double-buffered, and read with ldmatrix. Per tile a warp computes S = Q K^T (16 x 64),
+// the online softmax in base 2 (fp32, in registers), and O += P V with P re-packed to bf16 straight
+// from the S accumulators. Only the tiles that cross a row's causal limit are masked; a warp skips the
+// tiles entirely past its rows. Blocks of the last (heaviest) row tiles are scheduled first.
 #include "backend/cuda/attention_launch.h"
-#include "backend/cuda/attention_tile.cuh"
+#include "backend/cuda/attention_mma.cuh"
 
 namespace hichat::cuda::attn {
 namespace {
 
+using bf16 = __nv_bfloat16;
+
+constexpr int kWarps = 4;
+constexpr int kThreads = 32 * kWarps;
+constexpr int kWarpRows = 16;                 // the M of one mma
 constexpr int kBlockRows = kWarps * kWarpRows;
+constexpr int kTileKeys = 64;
 
+// Shared memory: the Q tile and two stages of (K tile, V tile), rows padded by 16 bytes so that the
+// eight 16-byte rows one ldmatrix matrix reads fall in distinct banks.
 template <int D>
-__global__ void __launch_bounds__(kThreads) prefill_kernel(AttnArgs a) {
-    using Shape = TileShape<D>;
-    __shared__ __align__(16) float q_s[kBlockRows * D];
-    __shared__ __align__(16) bf16 k_s[Shape::kTileElems];
-    __shared__ __align__(16) bf16 v_s[Shape::kTileElems];
-    __shared__ __align__(16) float p_all[kWarps * kWarpRows * kTileKeys];
+struct Smem {
+    static constexpr int kStride = D + 8;   // bf16 per row
+    static constexpr int kQElems = kBlockRows * kStride;
+    static constexpr int kTileElems = kTileKeys * kStride;
+    static constexpr int kBytes = static_cast<int>(sizeof(bf16)) * (kQElems + 4 * kTileElems);
+};
 
-    const int s = blockIdx.y;
-    const int kv_head = blockIdx.z;
-    const int q_begin = a.cu_seqlens_q[s];
-    const int num_q = a.cu_seqlens_q[s + 1] - q_begin;
-    const int group_size = a.num_heads / a.num_kv_heads;
-    const int num_flat = num_q * group_size;           // rows of this (sequence, kv head)
-    const int flat0 = blockIdx.x * kBlockRows;
-    if (flat0 >= num_flat) return;
-    const int q_pos0 = a.seq_lens_kv[s] - num_q;       // position of the first new token
-    const int32_t* block_table = a.block_tables + static_cast<int64_t>(s) * a.max_blocks_per_seq;
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+// Where one block's rows are. Row f (0 <= f < num_flat) is token f / group of the sequence, query head
+// kv_head * group + f % group; its position (and causal limit: the last key it sees) is q_pos0 + f / group.
+struct BlockRows {
+    int q_begin;    // index of the sequence's first new token in q / out
+    int num_flat;   // rows of this (sequence, kv head)
+    int flat0;      // this block's first row
+    int group;
+    int kv_head;
+    int q_pos0;     // position of the sequence's first new token
+    int key_end;    // keys [0, key_end) are seen by some row of the block
 
-    for (int i = threadIdx.x; i < kBlockRows * D; i += kThreads) {
-        const int f = flat0 + i / D;
-        float v = 0.0f;
-        if (f < num_flat) {
-            const int head = kv_head * group_size + f % group_size;
-            v = __bfloat162float(a.q[(static_cast<int64_t>(q_begin + f / group_size) * a.num_heads + head) * D + i % D]) *
-                a.scale_log2;
+    __device__ int limit(int f) const { return q_pos0 + f / group; }
+    __device__ int64_t offset(int f, int num_heads, int d) const {
+        return (static_cast<int64_t>(q_begin + f / group) * num_heads + kv_head * group + f % group) * d;
+    }
+};
+
+// Copies the block's Q rows into q_s (zeros past num_flat); cp.async when q is 16-byte aligned.
+template <int D>
+__device__ void load_q_tile(bf16* q_s, const AttnArgs& a, const BlockRows& b) {
+    constexpr int kChunks = D / 8;
+    const bool vec = (reinterpret_cast<uintptr_t>(a.q) & 15u) == 0;
+    for (int c = threadIdx.x; c < kBlockRows * kChunks; c += kThreads) {
+        const int r = c / kChunks, part = c % kChunks;
+        bf16* dst = q_s + r * Smem<D>::kStride + part * 8;
+        const int f = b.flat0 + r;
+        if (f >= b.num_flat) {
+            *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
+            continue;
         }
-        q_s[i] = v;
-    }
-
-    const int warp_flat0 = flat0 + warp * kWarpRows;
-    const int warp_rows = max(0, min(kWarpRows, num_flat - warp_flat0));
-    int limit[kWarpRows];
+        const bf16* src = a.q + b.offset(f, a.num_heads, D) + part * 8;
+        if (vec) {
+            mma::cp_async16(dst, src);
+        } else {
 #pragma unroll
-    for (int r = 0; r < kWarpRows; ++r) limit[r] = r < warp_rows ? q_pos0 + (warp_flat0 + r) / group_size : -1;
-    const int warp_last_key = warp_rows > 0 ? q_pos0 + (warp_flat0 + warp_rows - 1) / group_size : -1;
-    const int key_end = q_pos0 + (min(flat0 + kBlockRows, num_flat) - 1) / group_size + 1;
-
-    WarpState<D> st;
-    st.init();
-    for (int key0 = 0; key0 < key_end; key0 += kTileKeys) {
-        load_kv_tile<D>(k_s, v_s, a.k_cache, a.v_cache, block_table, a.block_size, a.num_kv_heads, kv_head, key0,
-                        key_end, threadIdx.x, kThreads);
-        cp_async_wait_all();
-        __syncthreads();   // the tile (and, first time round, q_s) is in shared memory
-        if (warp_rows > 0 && key0 <= warp_last_key)
-            warp_attend_tile<D>(q_s + warp * kWarpRows * D, warp_rows, limit, k_s, v_s,
-                                p_all + warp * kWarpRows * kTileKeys, key0, st, lane);
-        __syncthreads();   // before the next tile overwrites k_s / v_s
-    }
-
-#pragma unroll
-    for (int r = 0; r < kWarpRows; ++r) {
-        if (r < warp_rows) {
-            const int f = warp_flat0 + r;
-            const int head = kv_head * group_size + f % group_size;
-            bf16* dst = a.out + (static_cast<int64_t>(q_begin + f / group_size) * a.num_heads + head) * D +
-                        lane * (D / 32);
-            const float inv_l = 1.0f / st.l[r];   // key 0 is always visible: l > 0
-#pragma unroll
-            for (int e = 0; e < D / 32; e += 2)
-                *reinterpret_cast<__nv_bfloat162*>(dst + e) =
-                    __floats2bfloat162_rn(st.o[r][e] * inv_l, st.o[r][e + 1] * inv_l);
+            for (int e = 0; e < 8; ++e) dst[e] = src[e];
         }
     }
 }
 
+// Copies keys [key0, key0 + kTileKeys) of the block's kv head into k_s / v_s; keys at or past key_end
+// are zero-filled so that masked keys hold finite values (0 * V must stay 0).
+template <int D>
+__device__ void load_kv_tile(bf16* k_s, bf16* v_s, const AttnArgs& a, const int32_t* block_table, int kv_head,
+                             int key0, int key_end) {
+    constexpr int kChunks = D / 8;
+    for (int c = threadIdx.x; c < kTileKeys * kChunks; c += kThreads) {
+        const int j = c / kChunks, part = c % kChunks;
+        const int key = key0 + j;
+        bf16* ks = k_s + j * Smem<D>::kStride + part * 8;
+        bf16* vs = v_s + j * Smem<D>::kStride + part * 8;
+        if (key < key_end) {
+            const int64_t slot = static_cast<int64_t>(block_table[key / a.block_size]) * a.block_size + key % a.block_size;
+            const int64_t offset = (slot * a.num_kv_heads + kv_head) * D + part * 8;
+            mma::cp_async16(ks, a.k_cache + offset);
+            mma::cp_async16(vs, a.v_cache + offset);
+        } else {
+            *reinterpret_cast<uint4*>(ks) = make_uint4(0, 0, 0, 0);
+            *reinterpret_cast<uint4*>(vs) = make_uint4(0, 0, 0, 0);
+        }
+    }
+}
+
+// One warp's 16 rows and their running softmax state. This thread holds rows g = lane / 4 and g + 8
+// (index 0 and 1 below) and, of each 8-column block, columns 2t, 2t + 1 with t = lane % 4.
+template <int D>
+struct WarpRows {
+    uint32_t q[D / 16][4];   // A fragments of Q, one per 16 dims
+    float o[D / 8][4];       // unnormalised output, one C fragment per 8 dims
+    float m[2];              // running max of the scaled scores (base 2)
+    float l[2];              // this thread's part of the running sum (the quad's four parts add up)
+    int limit[2];            // last key each row may see
+    int min_limit, max_limit;
+
+    __device__ void init() {
+#pragma unroll
+        for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
+        m[0] = m[1] = -INFINITY;
+        l[0] = l[1] = 0.0f;
+    }
+
+    __device__ void load_q(const bf16* q_s, int lane) {
+        const bf16* row = q_s + (lane % 16) * Smem<D>::kStride + (lane / 16) * 8;
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk) mma::ldmatrix_x4(q[kk], row + kk * 16);
+    }
+};
+
+// s = Q K^T for the tile's 64 keys: s[j] is the C fragment of keys 8j .. 8j + 7.
+template <int D>
+__device__ __forceinline__ void score_tile(float (&s)[kTileKeys / 8][4], const WarpRows<D>& w, const bf16* k_s,
+                                           int lane) {
+#pragma unroll
+    for (int j = 0; j < kTileKeys / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+    // Matrices of one ldmatrix_x4: (keys +0, dims +0), (keys +0, dims +8), (keys +8, dims +0), (keys +8, dims +8).
+    const bf16* k_row = k_s + ((lane / 16) * 8 + lane % 8) * Smem<D>::kStride + ((lane / 8) % 2) * 8;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+#pragma unroll
+        for (int n = 0; n < kTileKeys / 16; ++n) {
+            uint32_t b[4];
+            mma::ldmatrix_x4(b, k_row + n * 16 * Smem<D>::kStride + kk * 16);
+            mma::mma_bf16(s[2 * n], w.q[kk], b[0], b[1]);
+            mma::mma_bf16(s[2 * n + 1], w.q[kk], b[2], b[3]);
+        }
+    }
+}
+
+// Scales the scores to base-2 logits and masks the keys past each row's causal limit (only when the
+// tile crosses one of the warp's limits).
+template <int D>
+__device__ __forceinline__ void scale_and_mask(float (&s)[kTileKeys / 8][4], const WarpRows<D>& w, int key0,
+                                               float scale_log2, int lane) {
+    const bool masked = key0 + kTileKeys - 1 > w.min_limit;
+#pragma unroll
+    for (int j = 0; j < kTileKeys / 8; ++j) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int key = key0 + j * 8 + 2 * (lane % 4) + (e & 1);
+            s[j][e] = (masked && key > w.limit[e / 2]) ? -INFINITY : s[j][e] * scale_log2;
+        }
+    }
+}
+
+// Online softmax: new running max per row (over the quad), rescale of o and l, s -> p = exp2(s - m).
+template <int D>
+__device__ __forceinline__ void softmax_update(float (&s)[kTileKeys / 8][4], WarpRows<D>& w) {
+    float mx[2] = {w.m[0], w.m[1]};
+#pragma unroll
+    for (int j = 0; j < kTileKeys / 8; ++j) {
+        mx[0] = fmaxf(mx[0], fmaxf(s[j][0], s[j][1]));
+        mx[1] = fmaxf(mx[1], fmaxf(s[j][2], s[j][3]));
+    }
+    float alpha[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+        // Every row sees key 0 in the first tile, so mx is finite from then on.
+        alpha[r] = exp2f(w.m[r] - mx[r]);
+        w.m[r] = mx[r];
+    }
+    float sum[2] = {0.0f, 0.0f};
+#pragma unroll
+    for (int j = 0; j < kTileKeys / 8; ++j) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            s[j][e] = exp2f(s[j][e] - w.m[e / 2]);
+            sum[e / 2] += s[j][e];
+        }
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) w.l[r] = w.l[r] * alpha[r] + sum[r];
+#pragma unroll
+    for (int i = 0; i < D / 8; ++i) {
+        w.o[i][0] *= alpha[0];
+        w.o[i][1] *= alpha[0];
+        w.o[i][2] *= alpha[1];
+        w.o[i][3] *= alpha[1];
+    }
+}
+
+// o += P V: the C fragments of two neighbouring 8-key blocks of P form one A fragment (16 keys).
+template <int D>
+__device__ __forceinline__ void accumulate_pv(WarpRows<D>& w, const float (&p)[kTileKeys / 8][4], const bf16* v_s,
+                                              int lane) {
+    // Transposed matrices of one ldmatrix_x4: (keys +0, dims +0), (keys +8, dims +0), (keys +0, dims +8),
+    // (keys +8, dims +8): registers 0, 1 are B of dims +0, registers 2, 3 B of dims +8.
+    const bf16* v_row = v_s + (((lane / 8) % 2) * 8 + lane % 8) * Smem<D>::kStride + (lane / 16) * 8;
+#pragma unroll
+    for (int kt = 0; kt < kTileKeys / 16; ++kt) {
+        const uint32_t a[4] = {mma::pack_bf16(p[2 * kt][0], p[2 * kt][1]), mma::pack_bf16(p[2 * kt][2], p[2 * kt][3]),
+                               mma::pack_bf16(p[2 * kt + 1][0], p[2 * kt + 1][1]),
+                               mma::pack_bf16(p[2 * kt + 1][2], p[2 * kt + 1][3])};
+#pragma unroll
+        for (int db = 0; db < D / 16; ++db) {
+            uint32_t b[4];
+            mma::ldmatrix_x4_trans(b, v_row + kt * 16 * Smem<D>::kStride + db * 16);
+            mma::mma_bf16(w.o[2 * db], a, b[0], b[1]);
+            mma::mma_bf16(w.o[2 * db + 1], a, b[2], b[3]);
+        }
+    }
+}
+
+// out = o / l for this thread's two rows (those at or past num_flat are padding and not stored).
+template <int D>
+__device__ void store_rows(WarpRows<D>& w, const AttnArgs& a, const BlockRows& b, int warp_flat0, int lane) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        float l = w.l[r];
+        l += __shfl_xor_sync(0xffffffffu, l, 1);
+        l += __shfl_xor_sync(0xffffffffu, l, 2);
+        const int f = warp_flat0 + lane / 4 + 8 * r;
+        if (f >= b.num_flat) continue;
+        const float inv_l = 1.0f / l;   // key 0 is always visible: l > 0
+        bf16* dst = a.out + b.offset(f, a.num_heads, D) + 2 * (lane % 4);
+#pragma unroll
+        for (int i = 0; i < D / 8; ++i)
+            *reinterpret_cast<__nv_bfloat162*>(dst + 8 * i) =
+                __floats2bfloat162_rn(w.o[i][2 * r] * inv_l, w.o[i][2 * r + 1] * inv_l);
+    }
+}
+
+// The causal limits of this thread's rows and the warp's range of limits; max_limit is -1 for a warp
+// with no real row (it then skips every tile). Padding rows borrow the last real row's limit.
+template <int D>
+__device__ void set_limits(WarpRows<D>& w, const BlockRows& b, int warp_flat0, int lane) {
+    if (warp_flat0 >= b.num_flat) {
+        w.limit[0] = w.limit[1] = w.min_limit = w.max_limit = -1;
+        return;
+    }
+    const int last = min(warp_flat0 + kWarpRows - 1, b.num_flat - 1);
+    w.limit[0] = b.limit(min(warp_flat0 + lane / 4, last));
+    w.limit[1] = b.limit(min(warp_flat0 + lane / 4 + 8, last));
+    w.min_limit = b.limit(warp_flat0);
+    w.max_limit = b.limit(last);
+}
+
+template <int D>
+__global__ void __launch_bounds__(kThreads) prefill_kernel(AttnArgs a) {
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    bf16* q_s = reinterpret_cast<bf16*>(smem_raw);
+    bf16* kv_s = q_s + Smem<D>::kQElems;   // stage i: K at kv_s + 2i tiles, V at kv_s + (2i + 1) tiles
+
+    BlockRows b;
+    const int s = blockIdx.y;
+    b.kv_head = blockIdx.x;
+    b.q_begin = a.cu_seqlens_q[s];
+    b.group = a.num_heads / a.num_kv_heads;
+    b.num_flat = (a.cu_seqlens_q[s + 1] - b.q_begin) * b.group;
+    b.flat0 = (gridDim.z - 1 - blockIdx.z) * kBlockRows;   // heaviest tiles first
+    if (b.flat0 >= b.num_flat) return;
+    b.q_pos0 = a.seq_lens_kv[s] - b.num_flat / b.group;
+    b.key_end = b.limit(min(b.flat0 + kBlockRows, b.num_flat) - 1) + 1;
+    const int32_t* block_table = a.block_tables + static_cast<int64_t>(s) * a.max_blocks_per_seq;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int warp_flat0 = b.flat0 + warp * kWarpRows;
+
+    WarpRows<D> w;
+    w.init();
+    set_limits(w, b, warp_flat0, lane);
+
+    const int num_tiles = (b.key_end + kTileKeys - 1) / kTileKeys;
+    load_q_tile<D>(q_s, a, b);
+    load_kv_tile<D>(kv_s, kv_s + Smem<D>::kTileElems, a, block_table, b.kv_head, 0, b.key_end);
+    mma::cp_async_commit();
+    for (int t = 0; t < num_tiles; ++t) {
+        const int key0 = t * kTileKeys;
+        if (t + 1 < num_tiles) {   // prefetch the next tile into the other stage
+            bf16* next = kv_s + 2 * ((t + 1) % 2) * Smem<D>::kTileElems;
+            load_kv_tile<D>(next, next + Smem<D>::kTileElems, a, block_table, b.kv_head, key0 + kTileKeys, b.key_end);
+            mma::cp_async_commit();
+            mma::cp_async_wait<1>();
+        } else {
+            mma::cp_async_wait<0>();
+        }
+        __syncthreads();   // tile t (and, first time round, Q) is in shared memory
+        if (t == 0) w.load_q(q_s + warp * kWarpRows * Smem<D>::kStride, lane);
+        if (key0 <= w.max_limit) {
+            const bf16* k_s = kv_s + 2 * (t % 2) * Smem<D>::kTileElems;
+            float sc[kTileKeys / 8][4];
+            score_tile<D>(sc, w, k_s, lane);
+            scale_and_mask<D>(sc, w, key0, a.scale_log2, lane);
+            softmax_update<D>(sc, w);
+            accumulate_pv<D>(w, sc, k_s + Smem<D>::kTileElems, lane);
+        }
+        __syncthreads();   // before the next prefetch overwrites this stage
+    }
+    if (w.max_limit >= 0) store_rows<D>(w, a, b, warp_flat0, lane);
+}
+
 template <int D>
 cudaError_t launch_prefill_d(const AttnArgs& a, int max_seq_len_q, cudaStream_t stream) {
-    const int group_size = a.num_heads / a.num_kv_heads;
-    const int64_t num_tiles = (static_cast<int64_t>(max_seq_len_q) * group_size + kBlockRows - 1) / kBlockRows;
-    if (a.num_seqs > 65535 || a.num_kv_heads > 65535) return cudaErrorInvalidValue;
-    const dim3 grid(static_cast<unsigned>(num_tiles), a.num_seqs, a.num_kv_heads);
-    prefill_kernel<D><<<grid, kThreads, 0, stream>>>(a);
+    const int group = a.num_heads / a.num_kv_heads;
+    const int64_t num_row_tiles = (static_cast<int64_t>(max_seq_len_q) * group + kBlockRows - 1) / kBlockRows;
+    if (a.num_seqs > 65535 || num_row_tiles > 65535 || a.num_kv_heads > 65535) return cudaErrorInvalidValue;
+    // Over 48 KB of shared memory needs an opt-in; done once per process, on the first call (eager: the
+    // runner captures only decode steps in graphs, and those never come here).
+    static const cudaError_t smem_opt_in =
+        cudaFuncSetAttribute(prefill_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, Smem<D>::kBytes);
+    if (smem_opt_in != cudaSuccess) return smem_opt_in;
+    const dim3 grid(a.num_kv_heads, a.num_seqs, static_cast<unsigned>(num_row_tiles));
+    prefill_kernel<D><<<grid, kThreads, Smem<D>::kBytes, stream>>>(a);
     return cudaGetLastError();
 }
 

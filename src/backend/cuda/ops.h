@@ -77,4 +77,29 @@ cudaError_t argmax_rows(const float* logits, int rows, int vocab, int32_t* out, 
 // Host-side helper for converting weights at load time (not a hot-path op).
 cudaError_t add_bias_bf16(bf16* x, const bf16* bias, int rows, int cols, cudaStream_t stream);
 
+// One row's sampling settings, as the engine's Sampler holds them (sampling/sampling_params.h).
+struct SampleRowParams {
+    float temperature;   // 0 (or anything not > 0): argmax, lowest index on ties
+    int top_k;           // 0 or >= vocab: off
+    float top_p;         // >= 1 (or NaN): off
+    float min_p;         // <= 0 (or NaN): off; keeps p >= min_p * p_max
+    float u;             // uniform draw in [0, 1) from the sequence's Rng (Sampler::next_unit)
+};
+
+// out[i] = a token drawn from row i of logits [rows, vocab] fp32 with params[i] (device, [rows]).
+// p_j = exp((l_j - max) / T); candidates are the tokens that pass top-k (the k largest p), top-p (the
+// smallest set of most likely tokens whose mass reaches top_p times the mass left after top-k) and
+// min-p (p_j >= min_p, p_max being 1); the answer is the first candidate in TOKEN-INDEX order whose
+// cumulative candidate mass exceeds u times the total candidate mass. Deterministic: the same inputs
+// always give the same token. Differences from the CPU Sampler (sampling/sampler.cpp):
+//   - ties at a top-k or top-p threshold are all kept (the CPU keeps the lowest indices);
+//   - the pick walks candidates in index order (the CPU walks them by probability), so one seed gives
+//     other tokens, from the same distribution;
+//   - masses are fixed point (p * 2^40, truncated): tokens with p < 2^-40 never count or win.
+// NaN logits never win; -inf logits are never picked; a row with nothing above -inf answers 0.
+// vocab <= 2^23. workspace: sample_rows_workspace_bytes(...) bytes (0 today; may be null).
+size_t sample_rows_workspace_bytes(int rows, int vocab);
+cudaError_t sample_rows(const float* logits, int rows, int vocab, const SampleRowParams* params, int32_t* out,
+                        void* workspace, size_t workspace_bytes, cudaStream_t stream);
+
 }  // namespace hichat::cuda
