@@ -5,6 +5,7 @@
 
 #include "backend/cpu/ops.h"
 #include "backend/cuda/gemm.h"
+#include "backend/cuda/ops.h"
 #include "cuda_test_util.h"
 
 namespace hichat::cuda {
@@ -90,6 +91,25 @@ TEST_F(GemmTest, OddShapesAndUnalignedPointers) {
     check_gemm(gemm, {7, 19, 32}, GemmOut::kF32, false, 1);
     check_gemm(gemm, {3, 40, 64}, GemmOut::kBf16, false, 3);
     check_gemm(gemm, {5, 24, 48}, GemmOut::kF32, true, 2);
+}
+
+// Decode-sized products take cuda::gemv (m <= kGemvMaxRows, k % 8 == 0, aligned); the same shapes
+// through cuBLASLt alone stay covered too.
+TEST_F(GemmTest, DecodeRowsMatchCpuThroughGemvAndCublas) {
+    Gemm gemv_first, cublas_only(32 << 20, false);
+    const GemmCase cases[] = {{1, 989, 4096}, {2, 6144, 512}, {3, 111, 4104}, {5, 19, 14336}, {8, 1000, 2048},
+                              {8, 7, 8}, {1, 1, 8}};
+    for (Gemm* gemm : {&gemv_first, &cublas_only}) {
+        for (const GemmCase& c : cases) {
+            check_gemm(*gemm, c, GemmOut::kBf16, false, 0);
+            check_gemm(*gemm, c, GemmOut::kF32, false, 0);
+            check_gemm(*gemm, c, GemmOut::kF32, true, 0);
+        }
+    }
+    EXPECT_TRUE(gemv_applies(reinterpret_cast<void*>(256), reinterpret_cast<void*>(512), reinterpret_cast<void*>(64), 8, 4096));
+    EXPECT_FALSE(gemv_applies(reinterpret_cast<void*>(256), reinterpret_cast<void*>(512), reinterpret_cast<void*>(64), 9, 4096));
+    EXPECT_FALSE(gemv_applies(reinterpret_cast<void*>(258), reinterpret_cast<void*>(512), reinterpret_cast<void*>(64), 1, 4096));
+    EXPECT_FALSE(gemv_applies(reinterpret_cast<void*>(256), reinterpret_cast<void*>(512), reinterpret_cast<void*>(64), 1, 4100));
 }
 
 TEST_F(GemmTest, RejectsBf16Accumulate) {

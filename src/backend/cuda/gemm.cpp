@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "backend/cuda/device_buffer.h"
+#include "backend/cuda/ops.h"
 #include "base/check.h"
 
 namespace hichat::cuda {
@@ -104,7 +105,7 @@ Plan& Gemm::Impl::plan_for(const PlanKey& key) {
     return p;
 }
 
-Gemm::Gemm(size_t workspace_bytes) : impl_(std::make_unique<Impl>()) {
+Gemm::Gemm(size_t workspace_bytes, bool use_gemv) : impl_(std::make_unique<Impl>()), use_gemv_(use_gemv) {
     CUBLASLT_CHECK(cublasLtCreate(&impl_->handle));
     impl_->workspace = DeviceBuffer(workspace_bytes);
 }
@@ -119,6 +120,7 @@ cudaError_t Gemm::run(const __nv_bfloat16* a, const __nv_bfloat16* w, void* d, G
     if (m < 0 || n < 0 || k < 0) return cudaErrorInvalidValue;
     if (m == 0 || n == 0) return cudaSuccess;
     if (accumulate && out_type != GemmOut::kF32) return cudaErrorInvalidValue;
+    if (use_gemv_ && gemv_applies(a, w, d, m, k)) return gemv(a, w, d, out_type == GemmOut::kF32, m, n, k, accumulate, stream);
     const int alignment = std::min({pointer_alignment(a), pointer_alignment(w), pointer_alignment(d)});
     const PlanKey key{m, n, k, out_type, accumulate, alignment};
     Plan& p = impl_->plan_for(key);

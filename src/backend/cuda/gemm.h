@@ -15,7 +15,8 @@ enum class GemmOut { kBf16, kF32 };
 
 class Gemm {
 public:
-    explicit Gemm(size_t workspace_bytes = 32 << 20);   // CHECK-fails if cuBLASLt cannot start
+    // use_gemv: decode-sized products (m <= kGemvMaxRows) go to cuda::gemv instead of cuBLASLt.
+    explicit Gemm(size_t workspace_bytes = 32 << 20, bool use_gemv = true);   // CHECK-fails if cuBLASLt cannot start
     ~Gemm();
     Gemm(const Gemm&) = delete;
     Gemm& operator=(const Gemm&) = delete;
@@ -27,6 +28,7 @@ public:
 private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
+    bool use_gemv_;
 };
 
 }  // namespace hichat::cuda
