@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# GPU benchmark of record (README, "Benchmarks"), run on the GPU machine from the repo root with the
+# bundle in .bundle (scripts/make_bundle.sh) and the Llama-3.2 tokenizer files in .bundle/tok.tar.gz:
+#   1. correctness first: backend_cuda_tests and executor_tests (CUDA goldens, graphed decode);
+#   2. random-weight 1B and 8B bf16 checkpoints (scripts/make_bench_checkpoint.py, transformers);
+#   3. hichat bench engine: batch 1/32/64/128/256 at prompt 128 / output 256, prompt 1000 / output 1000 at
+#      batch 256, TTFT of a 2048-token prompt;
+#   4. hichat serve + hichat bench serve, 1000/1000 at concurrency 256 (served vs engine);
+#   5. transformers generate() on the same checkpoints and shapes (the peer, same run);
+#   6. cuda_ops_bench.
+# Writes OUT_DIR/results.jsonl (every line tagged with gpu, commit, date) and logs; prints a table.
+set -uo pipefail
+out=${1:?usage: scripts/gpu_bench.sh OUT_DIR [COMMIT]}
+commit=${2:-$(git rev-parse --short HEAD 2> /dev/null || echo unknown)}
+. .bundle/env.sh
+export HICHAT_FIXTURES_DIR=$PWD/tests/fixtures PYTHONUNBUFFERED=1
+gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+results=$out/results.jsonl
+tag() {  # tag MODEL_NAME: stamps each JSON line of stdin
+    python3 -c 'import json,sys
+for line in sys.stdin:
+    if line.startswith("{"):
+        d = json.loads(line); d.update(model=sys.argv[1], gpu=sys.argv[2], commit=sys.argv[3], date=sys.argv[4])
+        print(json.dumps(d), flush=True)' "$1" "$gpu" "$commit" "$(date -u +%F)" >> "$results"
+}
+echo "gpu: $gpu  commit: $commit"
+
+echo "== tests"
+timeout 240 backend_cuda_tests > "$out/backend_cuda_tests.log" 2>&1; echo "backend_cuda_tests rc=$?"
+grep -E "^\[  (PASSED|FAILED|SKIPPED) +\]|tests? from .* ran" "$out/backend_cuda_tests.log" | tail -12
+timeout 120 executor_tests > "$out/executor_tests.log" 2>&1; echo "executor_tests rc=$?"
+grep -E "^\[  (PASSED|FAILED|SKIPPED) +\]|tests? from .* ran" "$out/executor_tests.log" | tail -6
+
+mkdir -p /tmp/tok && tar -C /tmp/tok -xzf .bundle/tok.tar.gz
+timeout 150 python3 scripts/make_bench_checkpoint.py 8b /tmp/b8 /tmp/tok > "$out/make_8b.log" 2>&1; echo "make 8b rc=$?"
+m8="llama-3.1-8b-shape random bf16"
+m1="llama-3.2-1b-shape random bf16"
+
+echo "== 8B engine"
+timeout 150 hichat bench engine --model /tmp/b8 --device cuda --batch 1,32,64,128,256 --input-len 128 \
+    --output-len 256 --repeat 1 2>&1 | tee "$out/engine_8b.log" | tag "$m8"
+timeout 120 hichat bench engine --model /tmp/b8 --device cuda --batch 256 --input-len 1000 --output-len 1000 \
+    --repeat 1 2>&1 | tee -a "$out/engine_8b.log" | tag "$m8"
+timeout 60 hichat bench engine --model /tmp/b8 --device cuda --batch 1 --input-len 2048 --output-len 1 \
+    --repeat 5 2>&1 | tee -a "$out/engine_8b.log" | tag "$m8"
+grep -v '^{' "$out/engine_8b.log"
+
+echo "== 8B served (1000/1000, concurrency 256)"
+hichat serve --model /tmp/b8 --device cuda --port 8300 --max-num-seqs 256 --max-num-batched-tokens 8192 \
+    --max-model-len 4096 > "$out/serve_8b.log" 2>&1 &
+pid=$!
+for _ in $(seq 300); do grep -q "ready:" "$out/serve_8b.log" && break; sleep 0.2; done
+timeout 150 hichat bench serve --url http://127.0.0.1:8300 --model b8 --input-len 1000 --output-len 1000 \
+    --num-prompts 256 --max-concurrency 256 --vocab-size 128000 2>&1 | tee "$out/bench_serve_8b.log" | tag "$m8"
+grep -v '^{' "$out/bench_serve_8b.log" | tail -20
+kill -TERM $pid; wait $pid
+
+echo "== transformers generate (8B)"
+timeout 200 python3 bench/transformers_generate.py /tmp/b8 1:128:256 32:128:256 256:128:256 1:2048:1 \
+    2>"$out/hf_8b.err" | tee "$out/hf_8b.log" | tag "$m8"
+cat "$out/hf_8b.log"
+rm -rf /tmp/b8
+
+echo "== 1B engine and transformers"
+timeout 60 python3 scripts/make_bench_checkpoint.py 1b /tmp/b1 /tmp/tok > "$out/make_1b.log" 2>&1; echo "make 1b rc=$?"
+timeout 90 hichat bench engine --model /tmp/b1 --device cuda --batch 1,32,64,128,256 --input-len 128 \
+    --output-len 256 --repeat 1 2>&1 | tee "$out/engine_1b.log" | tag "$m1"
+grep -v '^{' "$out/engine_1b.log"
+timeout 120 python3 bench/transformers_generate.py /tmp/b1 1:128:256 256:128:256 2>"$out/hf_1b.err" \
+    | tee "$out/hf_1b.log" | tag "$m1"
+cat "$out/hf_1b.log"
+
+echo "== cuda_ops_bench"
+timeout 90 cuda_ops_bench > "$out/ops_bench.log" 2>&1; echo "cuda_ops_bench rc=$?"
+grep -E "gemv|cublasLt|decode|prefill|sample" "$out/ops_bench.log"
+
+echo "== summary (engine, model, batch, prompt, output, ms/token, output tok/s, ttft ms)"
+python3 - "$results" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    if "num_prompts" in d:   # hichat bench serve
+        print(f"served   {d['model'][:9]:9} c{d['max_concurrency']:<4} {d['input_len']:>5} {d['output_len']:>5}"
+              f"  tpot {d['median_tpot_ms']:7.2f}  {d['output_throughput']:9.1f}  p99 ttft {d['p99_ttft_ms']:.0f}"
+              f"  ok {d['completed']}/{d['num_prompts']}")
+        continue
+    print(f"{d['engine'][:8]:8} {d['model'][:9]:9} b{d['batch']:<4} {d['prompt_len']:>5} {d['output_len']:>5}"
+          f"  {d['ms_per_token']:7.2f}  {d['output_tok_s']:9.1f}  {d.get('ttft_ms') or 0:8.1f}")
+PY
