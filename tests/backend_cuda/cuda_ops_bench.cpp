@@ -77,8 +77,24 @@ void report_flops(const char* name, double ms, double flops) {
 }
 
 void bench_gemm(std::mt19937& rng) {
-    Gemm gemm;
-    for (int m : {1, 16, 64, 4096}) {
+    Gemm gemm, cublas_only(32 << 20, false);
+    struct Shape { int n, k; };
+    for (const Shape s : {Shape{6144, 4096}, Shape{4096, 14336}, Shape{128256, 4096}}) {
+        for (int m : {1, 4, 8}) {
+            DeviceBuffer a = random_buffer(size_t{1} * m * s.k, false, rng);
+            DeviceBuffer w = random_buffer(size_t{1} * s.n * s.k, false, rng);
+            DeviceBuffer d = random_buffer(size_t{1} * m * s.n, true, rng);
+            for (Gemm* g : {&gemm, &cublas_only}) {
+                const double ms = time_ms([&] {
+                    return g->run(a.as<bf16>(), w.as<bf16>(), d.data(), GemmOut::kF32, m, s.n, s.k, g == &gemm, nullptr);
+                });
+                char name[64];
+                std::snprintf(name, sizeof(name), "%s f32 m=%d n=%d k=%d", g == &gemm ? "gemv" : "cublasLt", m, s.n, s.k);
+                report_bytes(name, ms, 2.0 * s.n * s.k);
+            }
+        }
+    }
+    for (int m : {16, 64, 4096}) {
         const int n = 4096 * 3, k = 4096;
         DeviceBuffer a = random_buffer(size_t{1} * m * k, false, rng), w = random_buffer(size_t{1} * n * k, false, rng);
         DeviceBuffer d = random_buffer(size_t{1} * m * n, true, rng);
@@ -153,13 +169,46 @@ double run_attention(AttentionSetup& s) {
     });
 }
 
+// The same call captured once in a CUDA graph and replayed (how the runner issues decode steps): no
+// host launch cost in the figure. Returns -1 (and says why) when the capture fails.
+double run_attention_graph(AttentionSetup& s) {
+    cudaStream_t stream = nullptr;
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    cudaError_t err = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
+    if (err == cudaSuccess) {
+        const cudaError_t launched = paged_attention(s.q.as<bf16>(), s.k.as<bf16>(), s.v.as<bf16>(), s.meta, 32, 8,
+                                                     128, 16, 0.08838834764f, s.out.as<bf16>(), s.workspace.data(),
+                                                     s.workspace.num_bytes(), stream);
+        err = cudaStreamEndCapture(stream, &graph);
+        if (launched != cudaSuccess) err = launched;
+    }
+    if (err == cudaSuccess) err = cudaGraphInstantiate(&exec, graph, 0);
+    double ms = -1.0;
+    if (err == cudaSuccess) {
+        ms = time_ms([&] { return cudaGraphLaunch(exec, nullptr); });
+    } else {
+        std::printf("decode attention graph capture failed: %s\n", cudaGetErrorString(err));
+        cudaGetLastError();
+    }
+    if (exec != nullptr) CUDA_CHECK(cudaGraphExecDestroy(exec));
+    if (graph != nullptr) CUDA_CHECK(cudaGraphDestroy(graph));
+    CUDA_CHECK(cudaStreamDestroy(stream));
+    return ms;
+}
+
 void bench_attention(std::mt19937& rng) {
     for (auto [seqs, len] : {std::pair{64, 4096}, std::pair{256, 1024}, std::pair{256, 2000}, std::pair{8, 8192},
                              std::pair{1, 32768}}) {
         AttentionSetup s = make_attention(seqs, 1, len, rng);
         char name[64];
+        const double kv_bytes = 2.0 * 2 * seqs * static_cast<double>(len) * 8 * 128;
         std::snprintf(name, sizeof(name), "decode attention %d seqs x %d ctx", seqs, len);
-        report_bytes(name, run_attention(s), 2.0 * 2 * seqs * static_cast<double>(len) * 8 * 128);
+        report_bytes(name, run_attention(s), kv_bytes);
+        std::snprintf(name, sizeof(name), "decode attention %d seqs x %d ctx (graph)", seqs, len);
+        const double graph_ms = run_attention_graph(s);
+        if (graph_ms > 0.0) report_bytes(name, graph_ms, kv_bytes);
     }
     // Prefill (tensor cores): fresh prompts and chunks of new tokens over a cached prefix. FLOPs count the
     // causal half only: 4 * head_dim * heads per (query, visible key) pair.
@@ -190,6 +239,19 @@ void bench_rope(std::mt19937& rng) {
                  4.0 * t * width);
 }
 
+// sample_rows at a decode batch: reads the logits once per pass (max, 3 + 3 radix passes, the pick).
+void bench_sampling(std::mt19937& rng) {
+    const int vocab = 128256, rows = 256;
+    DeviceBuffer logits = random_buffer(size_t{1} * rows * vocab, true, rng);
+    DeviceBuffer params = upload(std::vector<SampleRowParams>(rows, SampleRowParams{1.0f, 50, 0.9f, 0.0f, 0.5f}));
+    DeviceBuffer ids(rows * 4);
+    report_bytes("sample 256x128256 top_k 50 top_p 0.9", time_ms([&] {
+                     return sample_rows(logits.as<float>(), rows, vocab, params.as<SampleRowParams>(),
+                                        ids.as<int32_t>(), nullptr, 0, nullptr);
+                 }),
+                 4.0 * rows * vocab);
+}
+
 }  // namespace
 }  // namespace hichat::cuda
 
@@ -205,5 +267,6 @@ int main() {
     bench_rope(rng);
     bench_attention(rng);
     bench_gemm(rng);
+    bench_sampling(rng);
     return 0;
 }

@@ -12,7 +12,7 @@ namespace hichat::cuda {
 namespace {
 
 constexpr int kMinKeysPerSplit = 256;   // shorter splits cost more in the combine than they save
-constexpr int kMaxSplits = 64;
+constexpr int kMaxSplits = 64;          // at most kMaxCombineSplits (attention_decode.cu)
 constexpr int kSplitKeyQuantum = 128;   // a decode block's 4 warps take 16-key tiles in turn
 constexpr int kMaxTokenSplits = 1024;   // partial rows (tokens x splits) the workspace holds at most
 constexpr int kDecodeRows = 16;         // query heads one decode block carries (attention_decode.cu)

@@ -29,6 +29,7 @@ constexpr int kRows = 16;       // mma M: query heads of one GQA group per block
 constexpr int kTileKeys = 16;   // keys per warp tile: the k of P.V, two n-tiles of S
 constexpr int kStages = 3;      // tiles in flight per warp
 constexpr int kMinBlocksPerSm = 2;
+constexpr int kMaxCombineSplits = 64;   // attention.cu plans at most this many splits
 
 template <int D>
 struct DecodeShape {
@@ -364,25 +365,46 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) decode_kernel(AttnA
     merge_and_store<D>(merge_o, merge_ml, a, w, split);
 }
 
-// out[token, head, :] = sum over splits of o_i * 2^(lse_i - max) / sum of the weights.
+// out[token, head, :] = sum over splits of o_i * w_i with w_i = 2^(lse_i - max) / (sum of them). One block
+// per (sequence, query head): warp 0 turns the lse into weights (shared memory), then every split's
+// partial load is independent of the others, so they overlap instead of waiting on each other.
 __global__ void combine_kernel(AttnArgs a, DecodeSplit split) {
+    __shared__ float weight_s[kMaxCombineSplits];
     const int s = blockIdx.x;
     const int token = a.cu_seqlens_q[s];
     if (a.cu_seqlens_q[s + 1] == token) return;
     const int64_t idx0 = (static_cast<int64_t>(token) * a.num_heads + blockIdx.y) * split.num_splits;
-    float lse_max = -INFINITY;
-    for (int i = 0; i < split.num_splits; ++i) lse_max = fmaxf(lse_max, split.partial_lse[idx0 + i]);
-    for (int d = threadIdx.x; d < a.head_dim; d += blockDim.x) {
-        float w_sum = 0.0f, o_sum = 0.0f;
-        for (int i = 0; i < split.num_splits; ++i) {
-            const float lse = split.partial_lse[idx0 + i];
-            if (lse == -INFINITY) continue;   // split past this sequence's end
-            const float w = exp2f(lse - lse_max);
-            w_sum += w;
-            o_sum += w * split.partial_o[(idx0 + i) * a.head_dim + d];
+    if (threadIdx.x < 32) {
+        constexpr int kPerLane = kMaxCombineSplits / 32;
+        const int lane = threadIdx.x;
+        float lse[kPerLane];
+        float m = -INFINITY;
+#pragma unroll
+        for (int k = 0; k < kPerLane; ++k) {
+            const int i = lane + 32 * k;
+            lse[k] = i < split.num_splits ? split.partial_lse[idx0 + i] : -INFINITY;
+            m = fmaxf(m, lse[k]);
         }
-        a.out[(static_cast<int64_t>(token) * a.num_heads + blockIdx.y) * a.head_dim + d] =
-            __float2bfloat16(w_sum > 0.0f ? o_sum / w_sum : 0.0f);
+        m = kernels::warp_max(m);
+        float sum = 0.0f;
+#pragma unroll
+        for (int k = 0; k < kPerLane; ++k) {
+            lse[k] = lse[k] == -INFINITY ? 0.0f : exp2f(lse[k] - m);   // splits past the end weigh 0
+            sum += lse[k];
+        }
+        sum = kernels::warp_sum(sum);
+#pragma unroll
+        for (int k = 0; k < kPerLane; ++k) {
+            const int i = lane + 32 * k;
+            if (i < split.num_splits) weight_s[i] = sum > 0.0f ? lse[k] / sum : 0.0f;
+        }
+    }
+    __syncthreads();
+    for (int d = threadIdx.x; d < a.head_dim; d += blockDim.x) {
+        float o = 0.0f;
+#pragma unroll 8
+        for (int i = 0; i < split.num_splits; ++i) o += weight_s[i] * split.partial_o[(idx0 + i) * a.head_dim + d];
+        a.out[(static_cast<int64_t>(token) * a.num_heads + blockIdx.y) * a.head_dim + d] = __float2bfloat16(o);
     }
 }
 
@@ -391,6 +413,7 @@ cudaError_t launch_decode_d(const AttnArgs& a, const DecodeSplit& split, cudaStr
     constexpr int kSmem = DecodeShape<D>::kSmemBytes;
     cudaError_t err = cudaFuncSetAttribute(decode_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem);
     if (err != cudaSuccess) return err;
+    if (split.num_splits > kMaxCombineSplits) return cudaErrorInvalidValue;
     const int group_size = a.num_heads / a.num_kv_heads;
     const int num_row_groups = (group_size + kRows - 1) / kRows;
     const dim3 grid(a.num_seqs, a.num_kv_heads * num_row_groups, split.num_splits);
