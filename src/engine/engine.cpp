@@ -68,6 +68,9 @@ private:
     void admit_new_requests();
     void apply_cancellations_and_deadlines();
     executor::ForwardBatch build_batch(const scheduler::StepPlan& plan);
+    // Runs the step's forward pass; the runner picks the tokens (ids_step_) when every row is plain
+    // greedy, or when it samples on the device and no row needs penalties; else logits come back.
+    void run_forward(const scheduler::StepPlan& plan, const executor::ForwardBatch& batch);
     void commit(const scheduler::StepPlan& plan);
     void on_token(Sequence& seq, int32_t token);
     void emit(Sequence& seq, std::vector<int32_t> token_ids, std::string text, FinishReason finish);
@@ -88,9 +91,10 @@ private:
     // Engine thread only.
     std::vector<std::unique_ptr<Sequence>> seqs_;
     std::unordered_map<uint64_t, Sequence*> by_id_;
-    std::vector<float> logits_;        // [rows, vocab] of the last step, unless argmax_step_
-    std::vector<int32_t> argmax_ids_;  // [rows] of the last step when argmax_step_
-    bool argmax_step_ = false;
+    std::vector<float> logits_;                 // [rows, vocab] of the last step, unless ids_step_
+    std::vector<int32_t> step_ids_;             // [rows] chosen by the runner when ids_step_
+    std::vector<executor::RowSampling> rows_;   // [rows] device sampling parameters (scratch)
+    bool ids_step_ = false;
     int64_t num_steps_ = 0, num_preemptions_ = 0;
 
     mutable std::mutex stats_mu_;
@@ -120,20 +124,41 @@ void Engine::Impl::step() {
         queue_.wait(std::chrono::milliseconds(20));
         return;
     }
-    executor::ForwardBatch batch = build_batch(plan);
-    // All greedy: the backend finds the argmax where the logits are and returns only the ids.
-    argmax_step_ = std::all_of(plan.chunks.begin(), plan.chunks.end(), [&](const scheduler::ScheduledChunk& c) {
-        return by_id_.at(c.seq->id)->request.sampling.is_plain_greedy();
-    });
-    if (argmax_step_) {
-        runner_->forward_argmax(batch, argmax_ids_);
-    } else {
-        runner_->forward(batch, logits_);
-    }
+    run_forward(plan, build_batch(plan));
     ++num_steps_;
     commit(plan);
     remove_finished();
     publish_stats();
+}
+
+void Engine::Impl::run_forward(const scheduler::StepPlan& plan, const executor::ForwardBatch& batch) {
+    auto seq_of = [&](const scheduler::ScheduledChunk& c) -> Sequence& { return *by_id_.at(c.seq->id); };
+    const bool all_greedy = std::all_of(plan.chunks.begin(), plan.chunks.end(), [&](const auto& c) {
+        return seq_of(c).request.sampling.is_plain_greedy();
+    });
+    const bool on_device = !all_greedy && runner_->samples_on_device() &&
+                           std::all_of(plan.chunks.begin(), plan.chunks.end(),
+                                       [&](const auto& c) { return seq_of(c).sampler.device_samplable(); });
+    ids_step_ = all_greedy || on_device;
+    if (all_greedy) return runner_->forward_argmax(batch, step_ids_);
+    if (!on_device) return runner_->forward(batch, logits_);
+    // One row per chunk (build_batch asks for the last token's logits only); a chunk that does not
+    // sample (a prefill piece) takes the argmax and its id is ignored.
+    rows_.clear();
+    for (const auto& c : plan.chunks) {
+        Sequence& seq = seq_of(c);
+        const sampling::SamplingParams& p = seq.request.sampling;
+        if (!c.samples() || p.is_greedy()) {
+            rows_.push_back({});
+            continue;
+        }
+        rows_.push_back({.temperature = p.temperature,
+                         .top_k = p.top_k,
+                         .top_p = p.top_p,
+                         .min_p = p.min_p,
+                         .u = std::min(static_cast<float>(seq.sampler.next_unit()), 0x1.fffffep-1f)});
+    }
+    runner_->forward_sample(batch, rows_, step_ids_);
 }
 
 void Engine::Impl::admit_new_requests() {
@@ -186,8 +211,8 @@ void Engine::Impl::commit(const scheduler::StepPlan& plan) {
         const bool samples = chunk.samples();
         seq.state.num_tokens_cached += chunk.num_tokens;
         if (!samples || seq.state.status == scheduler::SeqStatus::kFinished) continue;
-        if (argmax_step_) {
-            on_token(seq, argmax_ids_[i]);
+        if (ids_step_) {
+            on_token(seq, step_ids_[i]);
             continue;
         }
         std::span<float> row(logits_.data() + i * vocab, vocab);

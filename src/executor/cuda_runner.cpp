@@ -30,14 +30,18 @@ T* ptr(const cuda::DeviceBuffer& b) {
     return static_cast<T*>(b.data());
 }
 
+constexpr size_t kSampleWords = sizeof(cuda::SampleRowParams) / sizeof(int32_t);
+static_assert(sizeof(cuda::SampleRowParams) % sizeof(int32_t) == 0);
+
 // One step's int32 metadata, packed in this order and copied to the device in one transfer. The
 // offsets depend only on the counts, so a captured decode graph (fixed counts) always finds its data
 // at the captured addresses.
 struct StepLayout {
     size_t ids = 0, positions = 0, slots = 0, logit_rows = 0, cu_seqlens = 0, seq_lens_kv = 0, block_tables = 0,
-           total = 0;
+           sampling = 0, total = 0;
     StepLayout() = default;
-    StepLayout(int num_tokens, int num_rows, int num_seqs, int table_stride) {
+    // sampled: room for one cuda::SampleRowParams (5 words) per logit row.
+    StepLayout(int num_tokens, int num_rows, int num_seqs, int table_stride, bool sampled) {
         size_t at = 0;
         auto take = [&](size_t n) { size_t here = at; at += n; return here; };
         ids = take(static_cast<size_t>(num_tokens));
@@ -47,6 +51,7 @@ struct StepLayout {
         cu_seqlens = take(static_cast<size_t>(num_seqs) + 1);
         seq_lens_kv = take(static_cast<size_t>(num_seqs));
         block_tables = take(static_cast<size_t>(num_seqs) * table_stride);
+        sampling = take(sampled ? static_cast<size_t>(num_rows) * kSampleWords : 0);
         total = at;
     }
 };
@@ -54,6 +59,7 @@ struct StepLayout {
 // A decode step's graph: padded batch size and the power-of-two bucket of its longest context.
 struct GraphKey {
     int batch, kv_len;
+    bool sampled;   // sample_rows with per-row parameters, else argmax_rows
     auto operator<=>(const GraphKey&) const = default;
 };
 
@@ -81,7 +87,8 @@ struct CudaRunner::Impl {
 
     cuda::DeviceBuffer kv;        // [layers][2][(num_blocks + 1) * block_size * kv_width] bf16
     cuda::DeviceBuffer inv_freq;  // [head_dim / 2] fp32
-    cuda::DeviceBuffer x, h, qkv, q, attn, gate_up, act, rows, row_norm, logits, ids, meta, attn_workspace;
+    cuda::DeviceBuffer x, h, qkv, q, attn, gate_up, act, rows, row_norm, logits, ids, meta, attn_workspace,
+        sample_workspace;
     size_t attn_workspace_bytes = 0;
     cuda::PinnedBuffer host_meta, host_logits, host_ids;
     std::map<GraphKey, cuda::CudaGraph> graphs;
@@ -95,20 +102,25 @@ struct CudaRunner::Impl {
 
     Status allocate();
     // Runs the layers; then logits to the host (logits != null) or their argmax ids (ids != null).
-    void forward(const ForwardBatch& batch, std::vector<float>* logits, std::vector<int32_t>* ids);
+    // With ids: each row's token by `sampling` (argmax where it is empty).
+    void forward(const ForwardBatch& batch, std::vector<float>* logits, std::span<const RowSampling> sampling,
+                 std::vector<int32_t>* ids);
     // The graph for a pure decode step whose ids come back (every sequence one token), if it has one.
-    std::optional<GraphKey> decode_graph_key(const ForwardBatch& batch, bool want_ids) const;
+    std::optional<GraphKey> decode_graph_key(const ForwardBatch& batch, bool want_ids, bool sampled) const;
     // Packs ids, positions, slots, logit rows, sequence boundaries and block tables into pinned memory;
     // with a graph key, pads to key.batch one-token sequences (writing to the scratch block) and sizes
     // the tables for key.kv_len tokens.
-    void fill_metadata(const ForwardBatch& batch, const std::optional<GraphKey>& key, cuda::AttentionMetadata& m);
+    void fill_metadata(const ForwardBatch& batch, const std::optional<GraphKey>& key,
+                       std::span<const RowSampling> sampling, cuda::AttentionMetadata& m);
     // Metadata copy, embedding and the layers.
     void enqueue_layers(const cuda::AttentionMetadata& m);
-    // Final norm, LM head and argmax of logit rows [begin, begin + n); ids to host_ids.
-    void enqueue_argmax(int begin, int n);
+    // Final norm and LM head of logit rows [begin, begin + n) into `logits`.
+    void enqueue_lm_head(int begin, int n);
+    // The ids of logit rows [begin, begin + n) (sampled by the step's parameters, or argmax) to host_ids.
+    void enqueue_pick(int begin, int n, bool sampled);
     void run_layer(int layer, const cuda::AttentionMetadata& m, int num_tokens);
     void run_decode_graph(const GraphKey& key, const cuda::AttentionMetadata& m);
-    void compute_logits(int num_rows, std::vector<float>* logits_out, std::vector<int32_t>* ids_out);
+    void compute_logits(int num_rows, std::vector<float>* logits_out, bool sampled, std::vector<int32_t>* ids_out);
     bf16* k_cache(int layer) const { return ptr<bf16>(kv) + kv_layer_elems() * (2 * layer); }
     bf16* v_cache(int layer) const { return ptr<bf16>(kv) + kv_layer_elems() * (2 * layer + 1); }
     size_t kv_layer_elems() const {
@@ -126,7 +138,7 @@ Status CudaRunner::Impl::allocate() {
     max_graph_batch = std::min(config.max_num_seqs, config.max_num_tokens_per_step);
     while (max_graph_batch > 0 && graph_batch_bucket(max_graph_batch) > max_graph_batch) --max_graph_batch;
     const size_t meta_ints = StepLayout(config.max_num_tokens_per_step, config.max_num_tokens_per_step,
-                                        config.max_num_seqs, max_blocks_per_seq).total;
+                                        config.max_num_seqs, max_blocks_per_seq, true).total;
     auto alloc = [](cuda::DeviceBuffer& b, size_t bytes) -> Status {
         auto r = cuda::DeviceBuffer::allocate(bytes);
         if (!r.ok()) return r.status();
@@ -144,6 +156,8 @@ Status CudaRunner::Impl::allocate() {
     HICHAT_RETURN_IF_ERROR(alloc(row_norm, static_cast<size_t>(max_logit_rows) * cfg.hidden_size * 2));
     HICHAT_RETURN_IF_ERROR(alloc(logits, static_cast<size_t>(max_logit_rows) * cfg.vocab_size * 4));
     HICHAT_RETURN_IF_ERROR(alloc(ids, static_cast<size_t>(max_logit_rows) * 4));
+    const size_t sample_bytes = cuda::sample_rows_workspace_bytes(max_logit_rows, cfg.vocab_size);
+    if (sample_bytes > 0) HICHAT_RETURN_IF_ERROR(alloc(sample_workspace, sample_bytes));
     HICHAT_RETURN_IF_ERROR(alloc(meta, meta_ints * 4));
     attn_workspace_bytes = cuda::attention_workspace_bytes(config.max_num_tokens_per_step, cfg.num_heads, cfg.head_dim,
                                                            config.max_context_tokens);
@@ -179,7 +193,8 @@ Status CudaRunner::Impl::allocate() {
     return ok_status();
 }
 
-std::optional<GraphKey> CudaRunner::Impl::decode_graph_key(const ForwardBatch& batch, bool want_ids) const {
+std::optional<GraphKey> CudaRunner::Impl::decode_graph_key(const ForwardBatch& batch, bool want_ids,
+                                                            bool sampled) const {
     const int n = static_cast<int>(batch.seqs.size());
     if (!want_ids || n == 0 || n > max_graph_batch) return std::nullopt;
     int max_kv = 0;
@@ -189,11 +204,11 @@ std::optional<GraphKey> CudaRunner::Impl::decode_graph_key(const ForwardBatch& b
     }
     const int kv_cap = max_blocks_per_seq * config.kv_block_size_tokens;
     const int kv_len = std::min(kv_cap, static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::max(max_kv, kMinGraphKvLen)))));
-    return GraphKey{graph_batch_bucket(n), kv_len};
+    return GraphKey{graph_batch_bucket(n), kv_len, sampled};
 }
 
 void CudaRunner::Impl::fill_metadata(const ForwardBatch& batch, const std::optional<GraphKey>& key,
-                                     cuda::AttentionMetadata& m) {
+                                     std::span<const RowSampling> sampling, cuda::AttentionMetadata& m) {
     const int bs = config.kv_block_size_tokens;
     const int num_real = static_cast<int>(batch.seqs.size());
     const int num_seqs = key ? key->batch : num_real;
@@ -206,7 +221,7 @@ void CudaRunner::Impl::fill_metadata(const ForwardBatch& batch, const std::optio
     const int stride = key ? key->kv_len / bs : (longest + bs - 1) / bs;
     CHECK_LE(num_tokens, config.max_num_tokens_per_step);
     CHECK_LE(longest, config.max_context_tokens);
-    layout = StepLayout(num_tokens, num_rows, num_seqs, stride);
+    layout = StepLayout(num_tokens, num_rows, num_seqs, stride, !sampling.empty());
 
     auto* h = static_cast<int32_t*>(host_meta.data());
     int t = 0, r = 0;
@@ -242,6 +257,14 @@ void CudaRunner::Impl::fill_metadata(const ForwardBatch& batch, const std::optio
         m.max_seq_len_q = std::max(m.max_seq_len_q, n);
     }
     m.max_seq_len_q = std::max(m.max_seq_len_q, 1);
+    if (!sampling.empty()) {   // padding rows: argmax
+        CHECK_EQ(static_cast<int>(sampling.size()), static_cast<int>(batch.num_logit_rows()));
+        auto* params = reinterpret_cast<cuda::SampleRowParams*>(h + layout.sampling);
+        for (int i = 0; i < num_rows; ++i) {
+            const RowSampling rs = i < static_cast<int>(sampling.size()) ? sampling[static_cast<size_t>(i)] : RowSampling{};
+            params[i] = {.temperature = rs.temperature, .top_k = rs.top_k, .top_p = rs.top_p, .min_p = rs.min_p, .u = rs.u};
+        }
+    }
     m.max_seq_len_kv = key ? key->kv_len : longest;
     m.cu_seqlens_q = device_meta(layout.cu_seqlens);
     m.seq_lens_kv = device_meta(layout.seq_lens_kv);
@@ -293,7 +316,7 @@ void CudaRunner::Impl::run_layer(int layer, const cuda::AttentionMetadata& m, in
     CUDA_CHECK(gemm.run(ptr<bf16>(act), ptr<bf16>(w.down), x.data(), cuda::GemmOut::kF32, t, hidden, inter, true, stream));
 }
 
-void CudaRunner::Impl::enqueue_argmax(int begin, int n) {
+void CudaRunner::Impl::enqueue_lm_head(int begin, int n) {
     const int hidden = cfg.hidden_size, vocab = cfg.vocab_size;
     const bf16* head = weights.lm_head.empty() ? ptr<bf16>(weights.embed) : ptr<bf16>(weights.lm_head);
     CUDA_CHECK(cuda::gather_rows(ptr<float>(x), device_meta(layout.logit_rows) + begin, n, hidden, ptr<float>(rows),
@@ -303,19 +326,29 @@ void CudaRunner::Impl::enqueue_argmax(int begin, int n) {
     CUDA_CHECK(gemm.run(ptr<bf16>(row_norm), head, logits.data(), cuda::GemmOut::kF32, n, vocab, hidden, false, stream));
 }
 
-// LM head over the rows that need logits, max_logit_rows at a time; copies the logits (or only their
-// argmax ids) back to the host.
-void CudaRunner::Impl::compute_logits(int num_rows, std::vector<float>* logits_out, std::vector<int32_t>* ids_out) {
+void CudaRunner::Impl::enqueue_pick(int begin, int n, bool sampled) {
+    if (sampled) {
+        const auto* params = reinterpret_cast<const cuda::SampleRowParams*>(device_meta(layout.sampling)) + begin;
+        CUDA_CHECK(cuda::sample_rows(ptr<float>(logits), n, cfg.vocab_size, params, ptr<int32_t>(ids),
+                                     sample_workspace.data(), sample_workspace.num_bytes(), stream));
+    } else {
+        CUDA_CHECK(cuda::argmax_rows(ptr<float>(logits), n, cfg.vocab_size, ptr<int32_t>(ids), stream));
+    }
+    CUDA_CHECK(cudaMemcpyAsync(host_ids.data(), ids.data(), static_cast<size_t>(n) * 4, cudaMemcpyDeviceToHost, stream));
+}
+
+// LM head over the rows that need logits, max_logit_rows at a time; copies the logits (or only the
+// chosen ids) back to the host.
+void CudaRunner::Impl::compute_logits(int num_rows, std::vector<float>* logits_out, bool sampled,
+                                      std::vector<int32_t>* ids_out) {
     const int vocab = cfg.vocab_size;
     if (logits_out != nullptr) logits_out->resize(static_cast<size_t>(num_rows) * vocab);
     if (ids_out != nullptr) ids_out->resize(static_cast<size_t>(num_rows));
     for (int begin = 0; begin < num_rows; begin += max_logit_rows) {
         const int n = std::min(max_logit_rows, num_rows - begin);
-        enqueue_argmax(begin, n);
+        enqueue_lm_head(begin, n);
         if (ids_out != nullptr) {
-            CUDA_CHECK(cuda::argmax_rows(ptr<float>(logits), n, vocab, ptr<int32_t>(ids), stream));
-            CUDA_CHECK(cudaMemcpyAsync(host_ids.data(), ids.data(), static_cast<size_t>(n) * 4, cudaMemcpyDeviceToHost,
-                                       stream));
+            enqueue_pick(begin, n, sampled);
             CUDA_CHECK(cudaStreamSynchronize(stream));
             std::memcpy(ids_out->data() + begin, host_ids.data(), static_cast<size_t>(n) * 4);
             continue;
@@ -332,10 +365,8 @@ void CudaRunner::Impl::compute_logits(int num_rows, std::vector<float>* logits_o
 void CudaRunner::Impl::run_decode_graph(const GraphKey& key, const cuda::AttentionMetadata& m) {
     auto enqueue = [&] {
         enqueue_layers(m);
-        enqueue_argmax(0, key.batch);
-        CUDA_CHECK(cuda::argmax_rows(ptr<float>(logits), key.batch, cfg.vocab_size, ptr<int32_t>(ids), stream));
-        CUDA_CHECK(cudaMemcpyAsync(host_ids.data(), ids.data(), static_cast<size_t>(key.batch) * 4,
-                                   cudaMemcpyDeviceToHost, stream));
+        enqueue_lm_head(0, key.batch);
+        enqueue_pick(0, key.batch, key.sampled);
     };
     auto it = graphs.find(key);
     if (it == graphs.end()) {
@@ -353,11 +384,12 @@ void CudaRunner::Impl::run_decode_graph(const GraphKey& key, const cuda::Attenti
 }
 
 void CudaRunner::Impl::forward(const ForwardBatch& batch, std::vector<float>* logits_out,
-                               std::vector<int32_t>* ids_out) {
-    const std::optional<GraphKey> key = config.use_cuda_graphs ? decode_graph_key(batch, ids_out != nullptr)
-                                                               : std::nullopt;
+                               std::span<const RowSampling> sampling, std::vector<int32_t>* ids_out) {
+    const bool sampled = !sampling.empty();
+    const std::optional<GraphKey> key =
+        config.use_cuda_graphs ? decode_graph_key(batch, ids_out != nullptr, sampled) : std::nullopt;
     cuda::AttentionMetadata m;
-    fill_metadata(batch, key, m);
+    fill_metadata(batch, key, sampling, m);
     if (key) {
         run_decode_graph(*key, m);
         const auto* got = static_cast<const int32_t*>(host_ids.data());
@@ -365,7 +397,7 @@ void CudaRunner::Impl::forward(const ForwardBatch& batch, std::vector<float>* lo
         return;
     }
     enqueue_layers(m);
-    compute_logits(static_cast<int>(batch.num_logit_rows()), logits_out, ids_out);
+    compute_logits(static_cast<int>(batch.num_logit_rows()), logits_out, sampled, ids_out);
 }
 
 Result<std::unique_ptr<CudaRunner>> CudaRunner::create(const model::Checkpoint& checkpoint,
@@ -392,10 +424,16 @@ const model::ModelConfig& CudaRunner::model_config() const { return impl_->cfg; 
 int CudaRunner::num_kv_blocks() const { return impl_->num_blocks; }
 int CudaRunner::kv_block_size_tokens() const { return impl_->config.kv_block_size_tokens; }
 void CudaRunner::forward(const ForwardBatch& batch, std::vector<float>& logits) {
-    impl_->forward(batch, &logits, nullptr);
+    impl_->forward(batch, &logits, {}, nullptr);
 }
 void CudaRunner::forward_argmax(const ForwardBatch& batch, std::vector<int32_t>& ids) {
-    impl_->forward(batch, nullptr, &ids);
+    impl_->forward(batch, nullptr, {}, &ids);
+}
+void CudaRunner::forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows,
+                                std::vector<int32_t>& ids) {
+    CHECK_EQ(static_cast<int64_t>(rows.size()), batch.num_logit_rows());
+    if (rows.empty()) return ids.clear();
+    impl_->forward(batch, nullptr, rows, &ids);
 }
 
 }  // namespace hichat::executor

@@ -38,6 +38,10 @@ public:
     void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
     // The argmax runs on the device: only the ids [rows] come back.
     void forward_argmax(const ForwardBatch& batch, std::vector<int32_t>& ids) override;
+    // Sampling on the device (cuda::sample_rows): only the ids come back.
+    bool samples_on_device() const override { return true; }
+    void forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows,
+                        std::vector<int32_t>& ids) override;
 
 private:
     struct Impl;

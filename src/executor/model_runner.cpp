@@ -1,5 +1,7 @@
 #include "executor/model_runner.h"
 
+#include "base/check.h"
+
 namespace hichat::executor {
 
 void ModelRunner::forward_argmax(const ForwardBatch& batch, std::vector<int32_t>& ids) {
@@ -15,6 +17,10 @@ void ModelRunner::forward_argmax(const ForwardBatch& batch, std::vector<int32_t>
         }
         ids[r] = static_cast<int32_t>(best);
     }
+}
+
+void ModelRunner::forward_sample(const ForwardBatch&, std::span<const RowSampling>, std::vector<int32_t>&) {
+    CHECK(false) << "forward_sample() on a runner that does not sample on the device";
 }
 
 }  // namespace hichat::executor

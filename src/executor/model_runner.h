@@ -2,12 +2,25 @@
 // paged KV. CpuRunner implements it; the CUDA runner will too. Engine thread only.
 #pragma once
 
+#include <span>
 #include <vector>
 
 #include "executor/forward_batch.h"
 #include "model/model_config.h"
 
 namespace hichat::executor {
+
+// One logit row's token choice when the backend samples where the logits are (no penalties):
+// temperature 0 is the argmax; otherwise p ~ exp(logit / temperature) filtered by top-k, top-p and
+// min-p, and the token whose cumulative mass over the candidates, in token order, first exceeds u
+// times their total (u in [0, 1), drawn by the sequence's seeded Rng on the host).
+struct RowSampling {
+    float temperature = 0.0f;
+    int top_k = 0;
+    float top_p = 1.0f;
+    float min_p = 0.0f;
+    float u = 0.0f;
+};
 
 class ModelRunner {
 public:
@@ -21,6 +34,13 @@ public:
     // forward(), then the argmax of each logits row (lowest index on ties): for batches that are all
     // greedy. A backend may find the argmax where the logits are (the GPU) and return only the ids.
     virtual void forward_argmax(const ForwardBatch& batch, std::vector<int32_t>& ids);
+
+    // Whether forward_sample() is available (the CUDA runner: sampling on the GPU, ids only back).
+    virtual bool samples_on_device() const { return false; }
+    // forward(), then each logit row's token by rows[r] ([batch.num_logit_rows()]). Only for runners
+    // whose samples_on_device() is true.
+    virtual void forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows,
+                                std::vector<int32_t>& ids);
 
 private:
     std::vector<float> argmax_logits_;  // scratch of the default forward_argmax
