@@ -6,6 +6,7 @@
 #include "executor/cpu_runner.h"
 #include "executor/runner_factory.h"
 #include "model/checkpoint.h"
+#include "sampling/rng.h"
 #include "sampling/sampler.h"
 
 namespace hichat::executor {
@@ -98,45 +99,76 @@ TEST_P(CudaGoldenTest, DeviceArgmaxEqualsHostArgmax) {
     }
 }
 
-// Greedy decode through forward_argmax (decode steps replay CUDA graphs: 3 sequences padded to 4,
-// contexts crossing the 256-token graph bucket) equals decode through forward() (eager) + host argmax.
-TEST_P(CudaGoldenTest, GraphedDecodeEqualsEagerDecode) {
-    auto ids = golden_["ids_300"].get<std::vector<int32_t>>();
+// How a decode run picks its tokens.
+enum class Pick { kHostArgmax, kDeviceArgmax, kDeviceSample };
+
+// Decodes `steps` tokens for three prompts together (3 sequences: decode graphs pad them to 4; the
+// 250-token prompt crosses the 256-token context bucket). kDeviceSample uses `rule` with u drawn from
+// Rng(seed) per row and step.
+std::vector<std::vector<int32_t>> decode_three(ModelRunner& runner, const std::vector<int32_t>& ids, Pick pick,
+                                               RowSampling rule = {}, uint64_t seed = 0) {
     const std::vector<std::vector<int32_t>> prompts = {{ids.begin(), ids.begin() + 250},
                                                        {ids.begin() + 3, ids.begin() + 8},
                                                        {ids.begin() + 40, ids.begin() + 57}};
-    const int steps = 24, blocks_per_seq = 512 / runner_->kv_block_size_tokens();
-    const size_t vocab = static_cast<size_t>(checkpoint_->config().vocab_size);
-    auto run = [&](bool device_argmax) {
-        std::vector<std::vector<int32_t>> out(prompts.size()), tables(prompts.size());
-        ForwardBatch batch;
+    const int steps = 24, blocks_per_seq = 512 / runner.kv_block_size_tokens();
+    const size_t vocab = static_cast<size_t>(runner.model_config().vocab_size);
+    sampling::Rng rng(seed);
+    std::vector<std::vector<int32_t>> out(prompts.size()), tables(prompts.size());
+    ForwardBatch batch;
+    for (size_t s = 0; s < prompts.size(); ++s) {
+        for (int b = 0; b < blocks_per_seq; ++b) tables[s].push_back(static_cast<int32_t>(s) * blocks_per_seq + b);
+        batch.seqs.push_back({.block_table = tables[s], .pos0 = 0, .tokens = prompts[s]});
+    }
+    std::vector<float> logits;
+    std::vector<int32_t> next;
+    std::vector<RowSampling> rows(prompts.size(), rule);
+    for (int step = 0; step < steps; ++step) {
+        if (pick == Pick::kDeviceArgmax) {
+            runner.forward_argmax(batch, next);
+        } else if (pick == Pick::kDeviceSample) {
+            for (RowSampling& r : rows) r.u = static_cast<float>(rng.next_unit());
+            runner.forward_sample(batch, rows, next);
+        } else {
+            runner.forward(batch, logits);
+            next.clear();
+            for (size_t s = 0; s < prompts.size(); ++s)
+                next.push_back(sampling::argmax(std::span<const float>(logits).subspan(s * vocab, vocab)));
+        }
+        EXPECT_EQ(next.size(), prompts.size());
         for (size_t s = 0; s < prompts.size(); ++s) {
-            for (int b = 0; b < blocks_per_seq; ++b) tables[s].push_back(static_cast<int32_t>(s) * blocks_per_seq + b);
-            batch.seqs.push_back({.block_table = tables[s], .pos0 = 0, .tokens = prompts[s]});
+            EXPECT_GE(next[s], 0);
+            EXPECT_LT(next[s], static_cast<int32_t>(vocab));
+            out[s].push_back(next[s]);
+            batch.seqs[s].pos0 = static_cast<int32_t>(prompts[s].size()) + step;
+            batch.seqs[s].tokens = std::span<const int32_t>(&out[s].back(), 1);
         }
-        std::vector<float> logits;
-        std::vector<int32_t> next;
-        for (int step = 0; step < steps; ++step) {
-            if (device_argmax) {
-                runner_->forward_argmax(batch, next);
-            } else {
-                runner_->forward(batch, logits);
-                next.clear();
-                for (size_t s = 0; s < prompts.size(); ++s)
-                    next.push_back(sampling::argmax(std::span<const float>(logits).subspan(s * vocab, vocab)));
-            }
-            EXPECT_EQ(next.size(), prompts.size());
-            for (size_t s = 0; s < prompts.size(); ++s) {
-                out[s].push_back(next[s]);
-                batch.seqs[s].pos0 = static_cast<int32_t>(prompts[s].size()) + step;
-                batch.seqs[s].tokens = std::span<const int32_t>(&out[s].back(), 1);
-            }
-        }
-        return out;
-    };
-    const auto eager = run(false);
-    const auto graphed = run(true);
-    for (size_t s = 0; s < prompts.size(); ++s) EXPECT_EQ(graphed[s], eager[s]) << "prompt " << s;
+    }
+    return out;
+}
+
+// Greedy decode through forward_argmax (decode steps replay CUDA graphs) equals decode through
+// forward() (eager) + host argmax.
+TEST_P(CudaGoldenTest, GraphedDecodeEqualsEagerDecode) {
+    auto ids = golden_["ids_300"].get<std::vector<int32_t>>();
+    const auto eager = decode_three(*runner_, ids, Pick::kHostArgmax);
+    const auto graphed = decode_three(*runner_, ids, Pick::kDeviceArgmax);
+    for (size_t s = 0; s < eager.size(); ++s) EXPECT_EQ(graphed[s], eager[s]) << "prompt " << s;
+}
+
+// Sampling on the device: top_k 1 is greedy whatever u is; a seeded run repeats exactly (the first
+// run captures the sampled decode graphs, the second replays them); another seed differs somewhere.
+TEST_P(CudaGoldenTest, DeviceSamplingIsSeededAndTopKOneIsGreedy) {
+    ASSERT_TRUE(runner_->samples_on_device());
+    auto ids = golden_["ids_300"].get<std::vector<int32_t>>();
+    const auto greedy = decode_three(*runner_, ids, Pick::kHostArgmax);
+    const auto top1 = decode_three(*runner_, ids, Pick::kDeviceSample, {.temperature = 0.7f, .top_k = 1}, 9);
+    for (size_t s = 0; s < greedy.size(); ++s) EXPECT_EQ(top1[s], greedy[s]) << "prompt " << s;
+    const RowSampling rule{.temperature = 1.0f, .top_k = 0, .top_p = 0.95f, .min_p = 0.0f};
+    const auto a = decode_three(*runner_, ids, Pick::kDeviceSample, rule, 5);
+    const auto b = decode_three(*runner_, ids, Pick::kDeviceSample, rule, 5);
+    const auto c = decode_three(*runner_, ids, Pick::kDeviceSample, rule, 6);
+    EXPECT_EQ(a, b);
+    EXPECT_NE(a, c);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, CudaGoldenTest, ::testing::ValuesIn(testing::fixture_names()),
