@@ -22,6 +22,11 @@ int32_t argmax(std::span<const float> values) {
 Sampler::Sampler(const SamplingParams& params, uint64_t fallback_seed)
     : params_(params), rng_(params.seed.value_or(fallback_seed)) {}
 
+bool Sampler::device_samplable() const {
+    return params_.repetition_penalty == 1.0f && params_.presence_penalty == 0.0f &&
+           params_.frequency_penalty == 0.0f;
+}
+
 int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> prompt,
                         std::span<const int32_t> generated) {
     apply_penalties(logits, prompt, generated);

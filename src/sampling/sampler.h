@@ -20,6 +20,15 @@ public:
     // sequence's tokens so far (for penalties). Order: penalties, temperature, top-k, top-p, min-p.
     int32_t sample(std::span<float> logits, std::span<const int32_t> prompt, std::span<const int32_t> generated);
 
+    // True when the device sampler (cuda::sample_rows) can stand in for sample(): no penalties, which
+    // need the token history. Greedy settings count too (the device takes the argmax).
+    bool device_samplable() const;
+
+    // The next uniform in [0, 1) from this sequence's Rng: the u that sample() would draw at this point.
+    // Drawing it for the device path keeps the sequence's random stream where the CPU path would leave it
+    // (call it once per non-greedy step, as sample() draws once per non-greedy step).
+    double next_unit() { return rng_.next_unit(); }
+
 private:
     void apply_penalties(std::span<float> logits, std::span<const int32_t> prompt,
                          std::span<const int32_t> generated);

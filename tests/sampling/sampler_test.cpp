@@ -137,6 +137,56 @@ TEST(Sampler, PresenceAndFrequencyPenaltiesCountGeneratedTokensOnly) {
     EXPECT_FLOAT_EQ(l[2], 1.0f);
 }
 
+TEST(Sampler, DeviceSamplableOnlyWithoutPenalties) {
+    SamplingParams p;
+    EXPECT_TRUE(Sampler(p, 1).device_samplable());
+    p.temperature = 0;   // greedy: the device takes the argmax
+    p.top_k = 5;
+    p.top_p = 0.5f;
+    p.min_p = 0.1f;
+    EXPECT_TRUE(Sampler(p, 1).device_samplable());
+    SamplingParams rep;
+    rep.repetition_penalty = 1.1f;
+    EXPECT_FALSE(Sampler(rep, 1).device_samplable());
+    SamplingParams presence;
+    presence.presence_penalty = -0.5f;
+    EXPECT_FALSE(Sampler(presence, 1).device_samplable());
+    SamplingParams frequency;
+    frequency.frequency_penalty = 0.25f;
+    EXPECT_FALSE(Sampler(frequency, 1).device_samplable());
+}
+
+TEST(Sampler, NextUnitDrawsTheSequenceRngFromItsSeed) {
+    SamplingParams p;
+    p.seed = 42;
+    Sampler seeded(p, 999);
+    Sampler unseeded(SamplingParams{}, 999);   // falls back to the given seed
+    Rng ref42(42), ref999(999);
+    for (int i = 0; i < 100; ++i) {
+        const double u = seeded.next_unit();
+        EXPECT_EQ(u, ref42.next_unit());
+        EXPECT_GE(u, 0.0);
+        EXPECT_LT(u, 1.0);
+        EXPECT_EQ(unseeded.next_unit(), ref999.next_unit());
+    }
+}
+
+TEST(Sampler, SampleAndNextUnitShareOneStream) {
+    SamplingParams p;
+    p.seed = 7;
+    std::vector<float> logits = {0.1f, 0.2f, 0.3f};
+    Sampler a(p, 0), b(p, 0);
+    a.sample(logits, {}, {});   // one draw per non-greedy step
+    b.next_unit();
+    EXPECT_EQ(a.next_unit(), b.next_unit());
+
+    p.temperature = 0;          // greedy steps draw nothing
+    Sampler greedy(p, 0);
+    Rng ref(7);
+    greedy.sample(logits, {}, {});
+    EXPECT_EQ(greedy.next_unit(), ref.next_unit());
+}
+
 TEST(SamplingParams, ValidateNamesTheField) {
     SamplingParams p;
     EXPECT_TRUE(p.validate().ok());
