@@ -27,7 +27,15 @@ echo "gpu: $gpu  commit: $commit"
 
 echo "== tests"
 timeout 240 backend_cuda_tests > "$out/backend_cuda_tests.log" 2>&1; echo "backend_cuda_tests rc=$?"
-grep -E "^\[  (PASSED|FAILED|SKIPPED) +\]|tests? from .* ran" "$out/backend_cuda_tests.log" | tail -12
+grep -E "^\[  (PASSED|FAILED|SKIPPED) +\]|tests? from .* ran|sampled rows" "$out/backend_cuda_tests.log" | tail -12
+export PATH="$PATH:/usr/local/cuda/bin:/usr/local/cuda/compute-sanitizer"
+timeout 120 compute-sanitizer --tool memcheck --log-file "$out/memcheck.log" backend_cuda_tests \
+    --gtest_filter='SampleRows*:SmallOpsTest.Argmax*:GemmTest.DecodeRows*' > "$out/memcheck_gtest.log" 2>&1
+echo "memcheck rc=$?: $(tail -1 "$out/memcheck.log")"
+timeout 60 compute-sanitizer --tool racecheck --log-file "$out/racecheck.log" backend_cuda_tests \
+    --gtest_filter='SampleRowsTest.FilterEdgeValues:SampleRowsTest.VocabOfOne*:SampleRowsTest.TemperatureZero*' \
+    > "$out/racecheck_gtest.log" 2>&1
+echo "racecheck rc=$?: $(tail -1 "$out/racecheck.log")"
 timeout 120 executor_tests > "$out/executor_tests.log" 2>&1; echo "executor_tests rc=$?"
 grep -E "^\[  (PASSED|FAILED|SKIPPED) +\]|tests? from .* ran" "$out/executor_tests.log" | tail -6
 
@@ -72,7 +80,7 @@ cat "$out/hf_1b.log"
 
 echo "== cuda_ops_bench"
 timeout 90 cuda_ops_bench > "$out/ops_bench.log" 2>&1; echo "cuda_ops_bench rc=$?"
-grep -E "gemv|cublasLt|decode|prefill|sample" "$out/ops_bench.log"
+grep -E "gemv|cublasLt|decode|prefill|sample|argmax" "$out/ops_bench.log"
 
 echo "== summary (engine, model, batch, prompt, output, ms/token, output tok/s, ttft ms)"
 python3 - "$results" <<'PY'
