@@ -8,14 +8,16 @@
 #   4. hichat serve + hichat bench serve, 1000/1000 at concurrency 256 (served vs engine);
 #   5. transformers generate() on the same checkpoints and shapes (the peer, same run);
 #   6. cuda_ops_bench.
-# Writes OUT_DIR/results.jsonl (every line tagged with gpu, commit, date) and logs; prints a table.
+# Writes OUT_DIR/results.jsonl (every line tagged with gpu, commit, date) and OUT_DIR/logs.tar.gz;
+# prints a table.
 set -uo pipefail
-out=${1:?usage: scripts/gpu_bench.sh OUT_DIR [COMMIT]}
+dest=${1:?usage: scripts/gpu_bench.sh OUT_DIR [COMMIT]}
+out=$(mktemp -d)   # the logs, packed into one file at the end
 commit=${2:-$(git rev-parse --short HEAD 2> /dev/null || echo unknown)}
 . .bundle/env.sh
 export HICHAT_FIXTURES_DIR=$PWD/tests/fixtures PYTHONUNBUFFERED=1
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-results=$out/results.jsonl
+results=$dest/results.jsonl
 tag() {  # tag MODEL_NAME: stamps each JSON line of stdin
     python3 -c 'import json,sys
 for line in sys.stdin:
@@ -95,3 +97,4 @@ for line in open(sys.argv[1]):
     print(f"{d['engine'][:8]:8} {d['model'][:9]:9} b{d['batch']:<4} {d['prompt_len']:>5} {d['output_len']:>5}"
           f"  {d['ms_per_token']:7.2f}  {d['output_tok_s']:9.1f}  {d.get('ttft_ms') or 0:8.1f}")
 PY
+tar -C "$out" -czf "$dest/logs.tar.gz" .
