@@ -93,12 +93,12 @@ TEST_F(GemmTest, OddShapesAndUnalignedPointers) {
     check_gemm(gemm, {5, 24, 48}, GemmOut::kF32, true, 2);
 }
 
-// Decode-sized products take cuda::gemv (m <= kGemvMaxRows, k % 8 == 0, aligned); the same shapes
-// through cuBLASLt alone stay covered too.
+// One-row products take cuda::gemv (m == 1, k % 8 == 0, aligned); the same shapes through cuBLASLt
+// alone stay covered too, and the few-row ones always go there.
 TEST_F(GemmTest, DecodeRowsMatchCpuThroughGemvAndCublas) {
     Gemm gemv_first, cublas_only(32 << 20, false);
-    const GemmCase cases[] = {{1, 989, 4096}, {2, 6144, 512}, {3, 111, 4104}, {5, 19, 14336}, {8, 1000, 2048},
-                              {8, 7, 8}, {1, 1, 8}};
+    const GemmCase cases[] = {{1, 989, 4096}, {1, 6144, 2048}, {1, 111, 4104}, {1, 19, 14336}, {1, 7, 8},
+                              {1, 1, 8}, {1, 3, 24}, {1, 5000, 4096}, {2, 6144, 512}, {8, 1000, 2048}};
     for (Gemm* gemm : {&gemv_first, &cublas_only}) {
         for (const GemmCase& c : cases) {
             check_gemm(*gemm, c, GemmOut::kBf16, false, 0);
@@ -106,8 +106,8 @@ TEST_F(GemmTest, DecodeRowsMatchCpuThroughGemvAndCublas) {
             check_gemm(*gemm, c, GemmOut::kF32, true, 0);
         }
     }
-    EXPECT_TRUE(gemv_applies(reinterpret_cast<void*>(256), reinterpret_cast<void*>(512), reinterpret_cast<void*>(64), 8, 4096));
-    EXPECT_FALSE(gemv_applies(reinterpret_cast<void*>(256), reinterpret_cast<void*>(512), reinterpret_cast<void*>(64), 9, 4096));
+    EXPECT_TRUE(gemv_applies(reinterpret_cast<void*>(256), reinterpret_cast<void*>(512), reinterpret_cast<void*>(64), 1, 4096));
+    EXPECT_FALSE(gemv_applies(reinterpret_cast<void*>(256), reinterpret_cast<void*>(512), reinterpret_cast<void*>(64), 2, 4096));
     EXPECT_FALSE(gemv_applies(reinterpret_cast<void*>(258), reinterpret_cast<void*>(512), reinterpret_cast<void*>(64), 1, 4096));
     EXPECT_FALSE(gemv_applies(reinterpret_cast<void*>(256), reinterpret_cast<void*>(512), reinterpret_cast<void*>(64), 1, 4100));
 }

@@ -15,7 +15,7 @@ enum class GemmOut { kBf16, kF32 };
 
 class Gemm {
 public:
-    // use_gemv: decode-sized products (m <= kGemvMaxRows) go to cuda::gemv instead of cuBLASLt.
+    // use_gemv: one-row products (m == 1) go to cuda::gemv instead of cuBLASLt.
     explicit Gemm(size_t workspace_bytes = 32 << 20, bool use_gemv = true);   // CHECK-fails if cuBLASLt cannot start
     ~Gemm();
     Gemm(const Gemm&) = delete;

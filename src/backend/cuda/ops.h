@@ -74,11 +74,10 @@ cudaError_t gather_rows(const float* x, const int32_t* rows, int num_rows, int d
 // out[i] = argmax(logits[i, :]) (lowest index on ties).        logits [rows, vocab] fp32
 cudaError_t argmax_rows(const float* logits, int rows, int vocab, int32_t* out, cudaStream_t stream);
 
-// D[m, n] (+)= A[m, k] W[n, k]^T for decode-sized m (<= kGemvMaxRows): a weight-streaming kernel that
+// D[1, n] (+)= A[1, k] W[n, k]^T for a one-token step (m == 1): a weight-streaming kernel that
 // Gemm::run takes instead of cuBLASLt where gemv_applies(). A, W bf16 row-major; D fp32 (f32_out,
 // optionally accumulate) or bf16.
-constexpr int kGemvMaxRows = 8;
-bool gemv_applies(const void* a, const void* w, const void* d, int m, int k);   // m, k%8, 16-byte a/w
+bool gemv_applies(const void* a, const void* w, const void* d, int m, int k);   // m == 1, k%8, 16-byte a/w
 cudaError_t gemv(const bf16* a, const bf16* w, void* d, bool f32_out, int m, int n, int k, bool accumulate,
                  cudaStream_t stream);
 
