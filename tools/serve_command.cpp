@@ -136,9 +136,9 @@ int serve_main(const std::vector<std::string>& args) {
     service.add_routes(router);
     auto server = api::HttpServer::start(opts->http, std::move(router));
     if (!server.ok()) return fail(server.status());
-    std::fprintf(stderr, "hichat serve: listening on %s://%s:%d (loading %s)\n",
+    std::fprintf(stderr, "hichat serve: listening on %s://%s:%d (loading %s; %d I/O threads, %d CPU compute threads)\n",
                  opts->http.tls_enabled() ? "https" : "http", opts->http.host.c_str(), (*server)->port(),
-                 opts->model_dir.c_str());
+                 opts->model_dir.c_str(), opts->http.num_io_threads, opts->num_threads);
     if (front.keys.empty()) {
         std::fprintf(stderr, "hichat serve: warning: no API key configured; the server is open to anyone who can reach it\n");
     }

@@ -1,6 +1,8 @@
 #include "serve_options.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <thread>
 
 #include "cli_args.h"
 #include "default_model.h"
@@ -26,6 +28,14 @@ struct IntFlag {
 };
 
 }  // namespace
+
+ThreadSplit default_thread_split(int num_cores) {
+    num_cores = std::max(num_cores, 1);
+    ThreadSplit split;
+    split.num_io_threads = num_cores <= 4 ? 1 : 2;
+    split.num_compute_threads = std::max(1, num_cores - split.num_io_threads);
+    return split;
+}
 
 Result<ServeOptions> parse_serve_options(const std::vector<std::string>& args) {
     auto flags = CliArgs::parse(
@@ -61,12 +71,14 @@ Result<ServeOptions> parse_serve_options(const std::vector<std::string>& args) {
     o.deny_list_file = flags->get("deny-list", "");
     o.access_log = flags->get("access-log", "");
 
+    const int num_cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+    const ThreadSplit split = default_thread_split(num_cores);
     int64_t port = 0, io_threads = 0, threads = 0, rpm = 0, tpm = 0, per_key = 0, seqs = 0, tokens = 0, chunk = 0,
             queue = 0, kv_mb = 0, max_len = 0, timeout_s = 0, drain_s = 0, body_mb = 0, header_s = 0, body_s = 0;
     const IntFlag ints[] = {
         {"port", 8000, 0, 65535, &port},
-        {"io-threads", 2, 1, 256, &io_threads},
-        {"threads", 0, 0, 1024, &threads},
+        {"io-threads", split.num_io_threads, 1, 256, &io_threads},
+        {"threads", -1, 0, 1024, &threads},  // -1: not given
         {"rate-limit-rpm", 0, 0, 1 << 30, &rpm},
         {"rate-limit-tpm", 0, 0, int64_t{1} << 40, &tpm},
         {"max-concurrent-per-key", 0, 0, 1 << 20, &per_key},
@@ -93,7 +105,8 @@ Result<ServeOptions> parse_serve_options(const std::vector<std::string>& args) {
     o.http.max_body_bytes = static_cast<size_t>(body_mb) << 20;
     o.http.header_timeout_ms = static_cast<int>(header_s * 1000);
     o.http.body_timeout_ms = static_cast<int>(body_s * 1000);
-    o.num_threads = static_cast<int>(threads);
+    // Without --threads: the cores the I/O threads leave (at least one).
+    o.num_threads = threads >= 0 ? static_cast<int>(threads) : std::max(1, num_cores - static_cast<int>(io_threads));
     o.quota = {.requests_per_minute = static_cast<int>(rpm), .tokens_per_minute = tpm,
                .max_concurrent = static_cast<int>(per_key)};
     o.engine.scheduler.max_num_seqs = static_cast<int>(seqs);

@@ -18,7 +18,7 @@ struct ServeOptions {
     api::HttpServerConfig http;
     engine::EngineConfig engine;
     executor::DeviceKind device = executor::DeviceKind::kAuto;
-    int num_threads = 0;                   // CPU compute threads; 0: all
+    int num_threads = 0;                   // CPU compute threads; 0: all cores (default: see ThreadSplit)
     int64_t kv_cache_bytes = 0;            // CPU KV pool; 0: enough for max_num_seqs full contexts, <= 25% of RAM
     double gpu_memory_fraction = 0.9;      // CUDA KV pool: this share of the free memory after weights
     int max_model_len = 0;                 // 0: the model's max_position_embeddings (capped by the KV pool)
@@ -29,6 +29,15 @@ struct ServeOptions {
     std::string access_log;                // file path, "-" for stderr, empty: off
     int request_timeout_s = 0;
 };
+
+// How `hichat serve` splits the cores when --threads / --io-threads are not given: the I/O threads
+// (HTTP, JSON, SSE) get cores of their own and compute takes the rest, so that neither waits for the
+// other. On a small machine one I/O thread is enough (a streamed token costs it a few microseconds).
+struct ThreadSplit {
+    int num_compute_threads = 1;
+    int num_io_threads = 1;
+};
+ThreadSplit default_thread_split(int num_cores);
 
 // Errors name the flag.
 Result<ServeOptions> parse_serve_options(const std::vector<std::string>& args);

@@ -25,6 +25,7 @@ GenerationSink::GenerationSink(std::shared_ptr<ResponseWriter> writer, ResponseI
       lease_(std::move(lease)),
       arrival_(std::chrono::steady_clock::now()) {
     if (stream_) {
+        delta_format_ = delta_chunk_format(ids_);
         writer_->start_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}, {"X-Request-Id", ids_.id}});
     }
 }
@@ -51,7 +52,7 @@ void GenerationSink::observe_token_timing() {
 // is held back), so that clients can measure inter-token latency.
 void GenerationSink::write_stream(const engine::TokenEvent& event) {
     if (!event.token_ids.empty() || !event.text.empty()) {
-        writer_->write(delta_chunk(ids_, event.text, first_chunk_));
+        writer_->write(delta_chunk(delta_format_, event.text, first_chunk_));
         first_chunk_ = false;
     }
     if (event.finish == engine::FinishReason::kNone) return;

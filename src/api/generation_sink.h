@@ -38,6 +38,7 @@ private:
 
     std::shared_ptr<ResponseWriter> writer_;
     ResponseIds ids_;
+    DeltaChunkFormat delta_format_;  // streamed responses
     bool stream_, include_usage_;
     SinkContext context_;
     AccessRecord record_;

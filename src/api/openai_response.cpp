@@ -58,30 +58,37 @@ std::string completion_body(const ResponseIds& ids, const std::string& text, con
     return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-// Hot path (one call per generated token): the envelope is fixed per request, so the chunk is built
-// by concatenation rather than through a JSON document.
-std::string delta_chunk(const ResponseIds& ids, const std::string& text, bool first) {
-    std::string out;
-    out.reserve(160 + ids.id.size() + ids.model.size() + text.size());
-    out += R"(data: {"id":)";
-    out += json_quote(ids.id);
+DeltaChunkFormat delta_chunk_format(const ResponseIds& ids) {
     const bool chat = ids.endpoint == Endpoint::kChatCompletions;
-    out += chat ? R"(,"object":"chat.completion.chunk","created":)" : R"(,"object":"text_completion","created":)";
-    out += std::to_string(ids.created);
-    out += R"(,"model":)";
-    out += json_quote(ids.model);
+    std::string envelope = R"(data: {"id":)" + json_quote(ids.id);
+    envelope += chat ? R"(,"object":"chat.completion.chunk","created":)" : R"(,"object":"text_completion","created":)";
+    envelope += std::to_string(ids.created);
+    envelope += R"(,"model":)" + json_quote(ids.model);
+    DeltaChunkFormat f;
     if (chat) {
-        out += first ? R"(,"choices":[{"index":0,"delta":{"role":"assistant","content":)"
-                     : R"(,"choices":[{"index":0,"delta":{"content":)";
-        out += json_quote(text);
-        out += R"(},"logprobs":null,"finish_reason":null}]})";
+        f.first_head = envelope + R"(,"choices":[{"index":0,"delta":{"role":"assistant","content":)";
+        f.head = envelope + R"(,"choices":[{"index":0,"delta":{"content":)";
+        f.tail = R"(},"logprobs":null,"finish_reason":null}]})";
     } else {
-        out += R"(,"choices":[{"index":0,"text":)";
-        out += json_quote(text);
-        out += R"(,"logprobs":null,"finish_reason":null}]})";
+        f.first_head = f.head = envelope + R"(,"choices":[{"index":0,"text":)";
+        f.tail = R"(,"logprobs":null,"finish_reason":null}]})";
     }
-    out += "\n\n";
+    f.tail += "\n\n";
+    return f;
+}
+
+std::string delta_chunk(const DeltaChunkFormat& format, std::string_view text, bool first) {
+    const std::string& head = first ? format.first_head : format.head;
+    std::string out;
+    out.reserve(head.size() + text.size() + 8 + format.tail.size());
+    out += head;
+    append_json_quoted(out, text);
+    out += format.tail;
     return out;
+}
+
+std::string delta_chunk(const ResponseIds& ids, const std::string& text, bool first) {
+    return delta_chunk(delta_chunk_format(ids), text, first);
 }
 
 std::string finish_chunk(const ResponseIds& ids, const std::string& finish_reason) {

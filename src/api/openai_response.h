@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "api/openai_request.h"
 
@@ -25,6 +26,16 @@ std::string completion_body(const ResponseIds& ids, const std::string& text, con
                             const Usage& usage);
 // "data: {...}\n\n" carrying a text delta (chat: the first one also carries role "assistant").
 std::string delta_chunk(const ResponseIds& ids, const std::string& text, bool first);
+
+// The parts of a request's delta chunks that do not change from token to token, built once per
+// request: delta_chunk() then costs one allocation per token (the streaming hot path).
+struct DeltaChunkFormat {
+    std::string first_head;  // "data: {...,"choices":[{"index":0,..." up to the text, first chunk
+    std::string head;        // the same for the later chunks
+    std::string tail;        // after the quoted text, through "\n\n"
+};
+DeltaChunkFormat delta_chunk_format(const ResponseIds& ids);
+std::string delta_chunk(const DeltaChunkFormat& format, std::string_view text, bool first);
 // The last content chunk: empty delta, finish_reason set.
 std::string finish_chunk(const ResponseIds& ids, const std::string& finish_reason);
 // The usage chunk of stream_options.include_usage (empty choices).

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <future>
 #include <thread>
+#include <vector>
 
 #include "server_fixture.h"
 #include "test_client.h"
@@ -247,6 +248,102 @@ TEST(StreamingTest, WriterOutlivingTheServerIsHarmless) {
     EXPECT_TRUE(kept->client_gone());
     EXPECT_FALSE(kept->write(event(1)));
     kept->finish();
+}
+
+// Many events written back to back (the engine writes one per token for every stream at once) may
+// leave in fewer, larger writes; they must arrive whole and in order, from several writers at once.
+TEST(StreamingTest, BurstsOfEventsArriveInOrder) {
+    constexpr int kNumEvents = 5000;
+    constexpr int kNumClients = 4;
+    Workers workers;
+    Router router;
+    router.add("GET", "/burst", [&](const HttpRequest&, std::shared_ptr<ResponseWriter> w) {
+        workers.spawn([w] {
+            w->start_stream(200);
+            for (int i = 0; i < kNumEvents; ++i) w->write(event(i));
+            w->finish();
+        });
+    });
+    auto server = start_or_fail(short_timeout_config(), std::move(router));
+    ASSERT_NE(server, nullptr);
+    std::string expected;
+    for (int i = 0; i < kNumEvents; ++i) expected += event(i);
+    std::vector<std::unique_ptr<RawClient>> clients;
+    for (int c = 0; c < kNumClients; ++c) {
+        clients.push_back(RawClient::connect(server->port()));
+        ASSERT_NE(clients.back(), nullptr);
+        ASSERT_TRUE(clients.back()->send_all(get_request("/burst")));
+    }
+    for (int round = 0; round < 2; ++round) {  // the connection stays usable: a second burst on it
+        for (auto& client : clients) {
+            auto response = client->read_response(10000);
+            ASSERT_TRUE(response.has_value()) << client->received().substr(0, 200);
+            EXPECT_EQ(response->status, 200);
+            EXPECT_TRUE(response->chunked);
+            EXPECT_EQ(response->body, expected);
+            EXPECT_TRUE(response->keep_alive);
+            if (round == 0) {
+                ASSERT_TRUE(client->send_all(get_request("/burst")));
+            }
+        }
+    }
+}
+
+// The write deadline is per write, not per response: a stream that keeps making progress for many
+// times write_timeout_ms is not cut.
+TEST(StreamingTest, LongStreamThatProgressesOutlivesTheWriteTimeout) {
+    Workers workers;
+    Router router;
+    router.add("GET", "/slow-stream", [&](const HttpRequest&, std::shared_ptr<ResponseWriter> w) {
+        workers.spawn([w] {
+            w->start_stream(200);
+            for (int i = 0; i < 40; ++i) {
+                w->write(event(i));
+                std::this_thread::sleep_for(milliseconds(20));
+            }
+            w->finish();
+        });
+    });
+    HttpServerConfig config = short_timeout_config();
+    config.write_timeout_ms = 100;
+    auto server = start_or_fail(config, std::move(router));
+    ASSERT_NE(server, nullptr);
+    auto client = RawClient::connect(server->port());
+    ASSERT_TRUE(client->send_all(get_request("/slow-stream")));
+    auto response = client->read_response(10000);
+    ASSERT_TRUE(response.has_value()) << client->received().substr(0, 200);
+    std::string expected;
+    for (int i = 0; i < 40; ++i) expected += event(i);
+    EXPECT_EQ(response->body, expected);
+}
+
+// A client that stops reading: once the socket buffers are full, a write makes no progress for
+// write_timeout_ms, and the connection is closed and reported gone (not held forever).
+TEST(StreamingTest, StalledReaderHitsTheWriteTimeout) {
+    Workers workers;
+    std::promise<void> gone;
+    std::future<void> gone_future = gone.get_future();
+    Router router;
+    router.add("GET", "/firehose", [&](const HttpRequest&, std::shared_ptr<ResponseWriter> w) {
+        w->on_client_gone([&gone] { gone.set_value(); });
+        workers.spawn([w] {
+            w->start_stream(200);
+            const std::string block = "data: " + std::string(64 * 1024, 'x') + "\n\n";
+            // At most ~1 GiB over 15 s: far more than any socket buffer holds.
+            for (int i = 0; i < 15000 && w->write(block); ++i) std::this_thread::sleep_for(milliseconds(1));
+            w->finish();
+        });
+    });
+    HttpServerConfig config = short_timeout_config();
+    config.write_timeout_ms = 300;
+    auto server = start_or_fail(config, std::move(router));
+    ASSERT_NE(server, nullptr);
+    auto client = RawClient::connect(server->port());
+    ASSERT_TRUE(client->send_all(get_request("/firehose")));
+    ASSERT_TRUE(client->read_until("data: xxx", 3000));
+    // Now the client reads nothing more.
+    EXPECT_EQ(gone_future.wait_for(std::chrono::seconds(10)), std::future_status::ready);
+    workers.join();
 }
 
 }  // namespace

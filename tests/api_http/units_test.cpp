@@ -2,6 +2,8 @@
 // reference parser), wire format (checked with Beast's response parser), ResponseWriter, Router.
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <cstdio>
 #include <memory>
 #include <mutex>
 #include <stdexcept>
@@ -11,6 +13,7 @@
 
 #include "api/http/http_error.h"
 #include "api/http/http_server_config.h"
+#include "api/http/outbound_bytes.h"
 #include "api/http/response_writer.h"
 #include "api/http/router.h"
 #include "api/http/wire_format.h"
@@ -78,6 +81,51 @@ TEST(WireFormatTest, BeastParsesOurChunkedResponse) {
     EXPECT_EQ(response->body, pieces[0] + pieces[1] + pieces[2]);
     EXPECT_EQ(response->headers.get("x-request-id"), "abc");
     EXPECT_EQ(response->headers.get("content-type"), "text/event-stream");
+}
+
+TEST(WireFormatTest, ChunkSizeLineIsHexAsPrintfWritesIt) {
+    for (size_t size : {size_t{1}, size_t{9}, size_t{10}, size_t{15}, size_t{16}, size_t{255}, size_t{4096},
+                        size_t{123456789}, SIZE_MAX}) {
+        char reference[32];
+        std::snprintf(reference, sizeof(reference), "%zx\r\n", size);
+        EXPECT_EQ(chunk_size_line(size), reference);
+    }
+}
+
+std::string concat(const std::vector<boost::asio::const_buffer>& buffers) {
+    std::string out;
+    for (const auto& b : buffers) out.append(static_cast<const char*>(b.data()), b.size());
+    return out;
+}
+
+TEST(OutboundBytesTest, StreamDataBecomesOneChunkPerBatchInOrder) {
+    OutboundBytes out;
+    out.queue("HEAD");
+    out.set_chunked(true);
+    out.add_stream_data("data: 1\n\n");
+    out.add_stream_data("data: 2\n\n");
+    out.add_stream_data("");
+    out.queue("X");  // after the data added so far
+    out.add_stream_data("data: 3\n\n");
+    ASSERT_TRUE(out.has_queued());
+    const std::string expected = "HEAD" + format_chunk("data: 1\n\ndata: 2\n\n") + "X" + format_chunk("data: 3\n\n");
+    EXPECT_EQ(concat(out.start_batch()), expected);
+    EXPECT_FALSE(out.has_queued());
+    EXPECT_TRUE(out.batch_in_progress());
+    // The socket takes the batch in pieces of every size.
+    size_t written = 0;
+    for (size_t step : {size_t{3}, size_t{1}, size_t{0}, size_t{9}}) {
+        EXPECT_FALSE(out.consume(step));
+        written += step;
+        EXPECT_EQ(concat(out.batch()), expected.substr(written));
+    }
+    out.add_stream_data("late");  // waits for the next batch
+    EXPECT_TRUE(out.consume(expected.size() - written));
+    EXPECT_FALSE(out.batch_in_progress());
+    out.set_chunked(false);  // an HTTP/1.0 stream: data as is
+    EXPECT_EQ(concat(out.start_batch()), "late");
+    EXPECT_TRUE(out.consume(4));
+    EXPECT_FALSE(out.has_queued());
 }
 
 TEST(WireFormatTest, BeastParsesOurFixedLengthResponse) {

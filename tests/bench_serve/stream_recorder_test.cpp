@@ -3,6 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
 namespace hichat::tools::bench {
 namespace {
 
@@ -86,6 +91,117 @@ TEST(StreamRecorder, FailuresCarryTheReason) {
         const RequestOutcome o = r.finish("connection closed inside a chunked body");
         EXPECT_FALSE(o.success);
         EXPECT_EQ(o.error, "connection closed inside a chunked body");
+    }
+}
+
+// The recorder reads events with a SAX pass; the reference looks the same fields up in the parsed
+// document (what the recorder did before, and what vLLM's client does with json.loads).
+struct ReferenceFields {
+    bool ok = false;  // a JSON object without a non-null "error"
+    bool counts_choices = false, is_token = false;
+    std::optional<int> completion_tokens, prompt_tokens;
+};
+
+ReferenceFields reference_fields(std::string_view data) {
+    using Json = nlohmann::json;
+    ReferenceFields r;
+    const Json j = Json::parse(data.begin(), data.end(), nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object()) return r;
+    if (const auto e = j.find("error"); e != j.end() && !e->is_null()) return r;
+    r.ok = true;
+    auto has_text = [](const Json& choice) {
+        if (!choice.is_object()) return false;
+        if (const auto t = choice.find("text"); t != choice.end() && t->is_string())
+            return !t->get_ref<const std::string&>().empty();
+        if (const auto d = choice.find("delta"); d != choice.end() && d->is_object()) {
+            if (const auto c = d->find("content"); c != d->end() && c->is_string())
+                return !c->get_ref<const std::string&>().empty();
+        }
+        return false;
+    };
+    if (const auto c = j.find("choices"); c != j.end() && c->is_array() && !c->empty()) {
+        r.counts_choices = true;
+        const Json& choice = (*c)[0];
+        bool end_marker = false;
+        if (choice.is_object()) {
+            const auto f = choice.find("finish_reason");
+            end_marker = f != choice.end() && !f->is_null() && !has_text(choice);
+        }
+        r.is_token = !end_marker;
+    }
+    if (const auto u = j.find("usage"); u != j.end() && u->is_object()) {
+        if (const auto n = u->find("completion_tokens"); n != u->end() && n->is_number_integer())
+            r.completion_tokens = n->get<int>();
+        if (const auto n = u->find("prompt_tokens"); n != u->end() && n->is_number_integer())
+            r.prompt_tokens = n->get<int>();
+    }
+    return r;
+}
+
+// Events built from pieces that exercise the reader: field types, nesting, duplicates, order.
+std::vector<std::string> tricky_events() {
+    const std::vector<std::string> choice0 = {
+        R"({"index":0,"text":"a","finish_reason":null})",
+        R"({"index":0,"text":"","finish_reason":"length"})",
+        R"({"text":"","finish_reason":null})",
+        R"({"text":7,"delta":{"content":"x"},"finish_reason":"stop"})",
+        R"({"text":null,"delta":{"content":""},"finish_reason":"stop"})",
+        R"({"delta":{"role":"assistant","content":"y"},"finish_reason":null})",
+        R"({"delta":{},"finish_reason":"stop"})",
+        R"({"delta":[{"content":"z"}],"finish_reason":"stop"})",
+        R"({"delta":{"content":"z","content":""},"finish_reason":"stop"})",
+        R"({"text":"b","text":"","finish_reason":"stop"})",
+        R"({"finish_reason":"stop","finish_reason":null,"text":""})",
+        R"({"nested":{"text":"q","finish_reason":"stop"},"finish_reason":"stop"})",
+        R"({"delta":{"x":{"content":"w"}},"finish_reason":"stop"})",
+        R"("just a string")",
+        R"([{"text":"","finish_reason":"stop"}])",
+        R"(null)",
+        R"({"text":"\u00e9\n","finish_reason":false})",
+    };
+    const std::vector<std::string> usage = {
+        "", R"(,"usage":{"prompt_tokens":16,"completion_tokens":3})", R"(,"usage":{"completion_tokens":3.0})",
+        R"(,"usage":{"completion_tokens":"3","prompt_tokens":-2})", R"(,"usage":null)",
+        R"(,"usage":{"completion_tokens":5},"usage":{"prompt_tokens":9})",
+        R"(,"usage":[{"completion_tokens":5}])", R"(,"x":{"usage":{"completion_tokens":5}})",
+    };
+    std::vector<std::string> events;
+    for (const std::string& c : choice0) {
+        for (const std::string& u : usage) {
+            events.push_back(R"({"id":"cmpl-1","choices":[)" + c + R"(,{"text":"","finish_reason":"stop"}])" + u + "}");
+            events.push_back(R"({"choices":[)" + c + "]" + u + R"(,"error":null})");
+        }
+    }
+    for (const std::string& u : usage) {
+        events.push_back(R"({"choices":[])" + u + "}");
+        events.push_back(R"({"choices":{"0":{"text":"a"}})" + u + "}");
+        events.push_back(R"({"choices":[{"text":"a"}],"choices":[])" + u + "}");
+        events.push_back(R"({"choices":[],"choices":[{"text":""}])" + u + "}");
+    }
+    for (const char* e : {R"({"error":{"message":"boom"}})", R"({"error":"x","choices":[{"text":"a"}]})",
+                          R"({"choices":[{"text":"a"}]} trailing)", R"({"choices":[{"text":"a"}],})", "", "{",
+                          R"({"choices":[{"text":"a})", "[]", "1", R"({"a":1}{"b":2})", R"({"choices":[{"text":"a"}]})"}) {
+        events.push_back(e);
+    }
+    return events;
+}
+
+TEST(StreamRecorder, ReadsFieldsAsTheParsedDocumentHasThem) {
+    const auto events = tricky_events();
+    ASSERT_GT(events.size(), 300u);
+    for (const std::string& e : events) {
+        SCOPED_TRACE(e);
+        const ReferenceFields want = reference_fields(e);
+        StreamRecorder r(0.0, 16);
+        r.on_event(e, 0.25);
+        r.on_event(R"({"choices":[{"text":"t"}]})", 0.5);  // one more token, so that finish() succeeds
+        const RequestOutcome o = r.finish("");
+        EXPECT_EQ(o.success, want.ok);
+        if (!want.ok) continue;
+        EXPECT_EQ(o.num_token_chunks, want.is_token ? 2 : 1);
+        EXPECT_DOUBLE_EQ(o.ttft_s, want.counts_choices ? 0.25 : 0.5);
+        EXPECT_EQ(o.num_output_tokens, want.completion_tokens.value_or(o.num_token_chunks));
+        EXPECT_EQ(o.num_usage_prompt_tokens, want.prompt_tokens.value_or(-1));
     }
 }
 

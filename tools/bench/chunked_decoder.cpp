@@ -42,13 +42,14 @@ Result<size_t> ChunkedDecoder::feed(std::string_view wire, std::string& body) {
         switch (state_) {
             case State::kSizeLine:
             case State::kTrailer: {
-                const char c = wire[i++];
-                if (c != '\n') {
-                    if (line_.size() >= kMaxLineBytes)
-                        return invalid_argument("chunked body: line over 4 KiB");
-                    line_.push_back(c);
-                    break;
-                }
+                const size_t newline = wire.find('\n', i);
+                const size_t end = newline == std::string_view::npos ? wire.size() : newline;
+                if (line_.size() + (end - i) > kMaxLineBytes)
+                    return invalid_argument("chunked body: line over 4 KiB");
+                line_.append(wire.substr(i, end - i));
+                i = end;
+                if (newline == std::string_view::npos) break;
+                ++i;  // the line is complete
                 if (state_ == State::kSizeLine) {
                     HICHAT_RETURN_IF_ERROR(finish_size_line());
                 } else {

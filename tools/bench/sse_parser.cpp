@@ -3,26 +3,17 @@
 namespace hichat::tools::bench {
 
 void SseParser::feed(std::string_view bytes, std::vector<std::string>& events) {
-    while (!bytes.empty()) {
-        const size_t end = bytes.find('\n');
-        if (end == std::string_view::npos) {
-            line_.append(bytes);
-            return;
-        }
-        line_.append(bytes.substr(0, end));
-        bytes.remove_prefix(end + 1);
-        finish_line(events);
-    }
+    for_each_event(bytes, [&events](std::string_view data) { events.emplace_back(data); });
 }
 
-void SseParser::finish_line(std::vector<std::string>& events) {
-    std::string_view line = line_;
+bool SseParser::finish_line(std::string_view line) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.empty()) {
-        if (has_data_) events.push_back(std::move(data_));
+        if (has_data_) return true;
         data_.clear();
-        has_data_ = false;
-    } else if (line.substr(0, 5) == "data:") {
+        return false;
+    }
+    if (line.substr(0, 5) == "data:") {
         std::string_view value = line.substr(5);
         if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
         if (has_data_) data_.push_back('\n');
@@ -30,7 +21,7 @@ void SseParser::finish_line(std::vector<std::string>& events) {
         has_data_ = true;
     }
     // Anything else: a comment (": ...") or a field we do not use (event, id, retry).
-    line_.clear();
+    return false;
 }
 
 }  // namespace hichat::tools::bench

@@ -5,7 +5,6 @@
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 
 #include <algorithm>
-#include <array>
 #include <boost/asio/read.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -25,7 +24,7 @@ using boost::system::error_code;
 
 constexpr size_t kMaxHeadBytes = 64 * 1024;
 constexpr size_t kMaxErrorBodyBytes = 300;  // of a non-200 body, quoted in the error
-constexpr size_t kReadBytes = 16 * 1024;
+constexpr size_t kReadBytes = 4 * 1024;  // per read: a token chunk is ~200 bytes
 
 // Where body bytes go: the SSE parser and the recorder for a 200 response, else an error excerpt.
 class BodySink {
@@ -39,11 +38,11 @@ public:
                 bytes.substr(0, kMaxErrorBodyBytes - std::min(kMaxErrorBodyBytes, error_body_.size())));
             return;
         }
-        events_.clear();
-        sse_.feed(bytes, events_);
-        if (events_.empty()) return;
-        const double now = now_s_();  // events of one read share its arrival time, as in vLLM's client
-        for (const std::string& e : events_) recorder_.on_event(e, now);
+        double now = -1;  // events of one read share its arrival time, as in vLLM's client
+        sse_.for_each_event(bytes, [this, &now](std::string_view event) {
+            if (now < 0) now = now_s_();
+            recorder_.on_event(event, now);
+        });
     }
 
     const std::string& error_body() const { return error_body_; }
@@ -53,7 +52,6 @@ private:
     StreamRecorder& recorder_;
     const std::function<double()>& now_s_;
     SseParser sse_;
-    std::vector<std::string> events_;
     std::string error_body_;
 };
 
@@ -62,12 +60,14 @@ std::string read_error(const error_code& ec, const char* where) {
     return std::string("read ") + where + ": " + ec.message();
 }
 
-// Appends what the socket has to `pending`; sets `ec` at EOF or on error.
+// Appends what the socket has to `pending` (read in place: no buffer in the coroutine frame, which
+// would cost an allocation per read); sets `ec` at EOF or on error.
 asio::awaitable<void> read_more(tcp::socket& socket, std::string& pending, error_code& ec) {
-    std::array<char, kReadBytes> buf;
-    const size_t n =
-        co_await socket.async_read_some(asio::buffer(buf), asio::redirect_error(asio::use_awaitable, ec));
-    pending.append(buf.data(), n);
+    const size_t old_size = pending.size();
+    pending.resize(old_size + kReadBytes);
+    const size_t n = co_await socket.async_read_some(asio::buffer(pending.data() + old_size, kReadBytes),
+                                                     asio::redirect_error(asio::use_awaitable, ec));
+    pending.resize(old_size + n);
 }
 
 // Reads the body as the head frames it. Returns an error message, empty on success.
@@ -75,7 +75,7 @@ asio::awaitable<std::string> read_body(tcp::socket& socket, std::string& pending
                                        BodySink& sink) {
     error_code ec;
     if (head.status / 100 == 1 || head.status == 204 || head.status == 304) co_return "";
-    if (head.chunked) {
+    if (head.chunked) {  // the streaming case: one read per token chunk, so no nested coroutine here
         ChunkedDecoder decoder;
         std::string decoded;
         for (;;) {
@@ -85,7 +85,11 @@ asio::awaitable<std::string> read_body(tcp::socket& socket, std::string& pending
             sink.consume(decoded);
             decoded.clear();
             if (decoder.done()) co_return "";
-            co_await read_more(socket, pending, ec);
+            const size_t old_size = pending.size();
+            pending.resize(old_size + kReadBytes);
+            const size_t n = co_await socket.async_read_some(asio::buffer(pending.data() + old_size, kReadBytes),
+                                                             asio::redirect_error(asio::use_awaitable, ec));
+            pending.resize(old_size + n);
             if (ec) co_return read_error(ec, "inside a chunked body");
         }
     }

@@ -1,5 +1,10 @@
 #include "bench/stream_recorder.h"
 
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 namespace hichat::tools::bench {
@@ -7,21 +12,172 @@ namespace {
 
 using Json = nlohmann::json;
 
-// The generated text of the first choice: `text` (completions) or `delta.content` (chat).
-bool has_text(const Json& choice) {
-    if (const auto t = choice.find("text"); t != choice.end() && t->is_string())
-        return !t->get_ref<const std::string&>().empty();
-    if (const auto d = choice.find("delta"); d != choice.end() && d->is_object()) {
-        if (const auto c = d->find("content"); c != d->end() && c->is_string())
-            return !c->get_ref<const std::string&>().empty();
-    }
-    return false;
-}
+// What on_event() needs from one event, read by nlohmann's SAX parser in one pass without building
+// a document (this runs once per streamed token, on the cores the server under test also uses).
+// Same answers as looking the fields up in the parsed document: malformed JSON is rejected, and of
+// duplicate keys the last one counts.
+struct EventFields {
+    bool is_object = false;      // the root is a JSON object
+    bool has_error = false;      // root "error" is present and not null
+    bool choices_is_array = false;
+    size_t num_choices = 0;
+    // choices[0], when it is an object:
+    bool text_is_string = false, text_nonempty = false;        // "text"
+    bool delta_is_object = false;                              // "delta"
+    bool content_is_string = false, content_nonempty = false;  // "delta"."content"
+    bool finish_reason_set = false;                            // "finish_reason" present, not null
+    // root "usage", when it is an object: its integer fields
+    bool usage_is_object = false;
+    std::optional<int> completion_tokens, prompt_tokens;
 
-bool is_end_marker(const Json& choice) {
-    const auto f = choice.find("finish_reason");
-    return f != choice.end() && !f->is_null() && !has_text(choice);
-}
+    bool has_text() const {
+        if (text_is_string) return text_nonempty;
+        return delta_is_object && content_is_string && content_nonempty;
+    }
+    bool is_end_marker() const { return finish_reason_set && !has_text(); }
+};
+
+// nlohmann::json_sax for EventFields. Each value is classified by where it sits (its Slot) when it
+// starts; containers keep their slot on a stack so that their members can be classified in turn.
+class EventFieldsReader {
+public:
+    using number_integer_t = Json::number_integer_t;
+    using number_unsigned_t = Json::number_unsigned_t;
+    using number_float_t = Json::number_float_t;
+    using string_t = Json::string_t;
+    using binary_t = Json::binary_t;
+
+    explicit EventFieldsReader(EventFields& out) : out_(out) {}
+
+    bool null() { return scalar(Kind::kNull); }
+    bool boolean(bool) { return scalar(Kind::kOther); }
+    bool number_integer(number_integer_t v) { return scalar(Kind::kInteger, static_cast<int>(v)); }
+    bool number_unsigned(number_unsigned_t v) { return scalar(Kind::kInteger, static_cast<int>(v)); }
+    bool number_float(number_float_t, const string_t&) { return scalar(Kind::kOther); }
+    bool string(string_t& v) { return scalar(v.empty() ? Kind::kEmptyString : Kind::kString); }
+    bool binary(binary_t&) { return scalar(Kind::kOther); }
+    bool start_object(size_t) { return open(Kind::kObject); }
+    bool start_array(size_t) { return open(Kind::kArray); }
+    bool end_object() { return close(); }
+    bool end_array() { return close(); }
+    bool key(string_t& k) {
+        key_ = slot_of_member(stack_.back().slot, k);
+        return true;
+    }
+    bool parse_error(size_t, const std::string&, const nlohmann::detail::exception&) { return false; }
+
+private:
+    enum class Slot { kRoot, kOther, kError, kChoices, kChoice0, kText, kDelta, kContent, kFinishReason, kUsage,
+                      kCompletionTokens, kPromptTokens };
+    enum class Kind { kNull, kInteger, kString, kEmptyString, kObject, kArray, kOther };
+    struct Container {
+        Slot slot;
+        size_t num_elements;  // arrays: values seen so far; SIZE_MAX for objects
+    };
+
+    static Slot slot_of_member(Slot parent, std::string_view k) {
+        switch (parent) {
+            case Slot::kRoot:
+                if (k == "error") return Slot::kError;
+                if (k == "choices") return Slot::kChoices;
+                if (k == "usage") return Slot::kUsage;
+                break;
+            case Slot::kChoice0:
+                if (k == "text") return Slot::kText;
+                if (k == "delta") return Slot::kDelta;
+                if (k == "finish_reason") return Slot::kFinishReason;
+                break;
+            case Slot::kDelta:
+                if (k == "content") return Slot::kContent;
+                break;
+            case Slot::kUsage:
+                if (k == "completion_tokens") return Slot::kCompletionTokens;
+                if (k == "prompt_tokens") return Slot::kPromptTokens;
+                break;
+            default:
+                break;
+        }
+        return Slot::kOther;
+    }
+
+    // The slot of the value now starting.
+    Slot slot_of_value() {
+        if (stack_.empty()) return Slot::kRoot;
+        Container& parent = stack_.back();
+        if (parent.num_elements == SIZE_MAX) return key_;  // an object member
+        const bool first = parent.num_elements++ == 0;
+        return parent.slot == Slot::kChoices && first ? Slot::kChoice0 : Slot::kOther;
+    }
+
+    bool scalar(Kind kind, int number = 0) {
+        on_value(kind, number);
+        return true;
+    }
+
+    bool open(Kind kind) {
+        stack_.push_back({on_value(kind), kind == Kind::kObject ? SIZE_MAX : 0});
+        return true;
+    }
+
+    // Records what the value now starting (a scalar, or a container's start) tells; returns its slot.
+    Slot on_value(Kind kind, int number = 0) {
+        const Slot slot = slot_of_value();
+        const bool is_string = kind == Kind::kString || kind == Kind::kEmptyString;
+        switch (slot) {
+            case Slot::kRoot: out_.is_object = kind == Kind::kObject; break;
+            case Slot::kError: out_.has_error = kind != Kind::kNull; break;
+            case Slot::kChoices:
+                out_.choices_is_array = kind == Kind::kArray;
+                out_.num_choices = 0;
+                reset_choice0();
+                break;
+            case Slot::kChoice0: reset_choice0(); break;
+            case Slot::kText:
+                out_.text_is_string = is_string;
+                out_.text_nonempty = kind == Kind::kString;
+                break;
+            case Slot::kDelta:
+                out_.delta_is_object = kind == Kind::kObject;
+                out_.content_is_string = out_.content_nonempty = false;
+                break;
+            case Slot::kContent:
+                out_.content_is_string = is_string;
+                out_.content_nonempty = kind == Kind::kString;
+                break;
+            case Slot::kFinishReason: out_.finish_reason_set = kind != Kind::kNull; break;
+            case Slot::kUsage:
+                out_.usage_is_object = kind == Kind::kObject;
+                out_.completion_tokens.reset();
+                out_.prompt_tokens.reset();
+                break;
+            case Slot::kCompletionTokens:
+                out_.completion_tokens = kind == Kind::kInteger ? std::optional<int>(number) : std::nullopt;
+                break;
+            case Slot::kPromptTokens:
+                out_.prompt_tokens = kind == Kind::kInteger ? std::optional<int>(number) : std::nullopt;
+                break;
+            case Slot::kOther: break;
+        }
+        return slot;
+    }
+
+    bool close() {
+        const Container done = stack_.back();
+        stack_.pop_back();
+        if (done.slot == Slot::kChoices) out_.num_choices = done.num_elements;
+        return true;
+    }
+
+    void reset_choice0() {
+        out_.text_is_string = out_.text_nonempty = false;
+        out_.delta_is_object = out_.content_is_string = out_.content_nonempty = false;
+        out_.finish_reason_set = false;
+    }
+
+    EventFields& out_;
+    std::vector<Container> stack_;
+    Slot key_ = Slot::kOther;  // slot of the member whose key came last
+};
 
 }  // namespace
 
@@ -42,28 +198,26 @@ void StreamRecorder::on_event(std::string_view data, double now_s) {
         saw_done_ = true;
         return;
     }
-    Json j = Json::parse(data.begin(), data.end(), nullptr, /*allow_exceptions=*/false);
-    if (!j.is_object()) {
+    EventFields f;
+    EventFieldsReader reader(f);
+    if (!Json::sax_parse(data.begin(), data.end(), &reader) || !f.is_object) {
         out_.error = "SSE event is not a JSON object: " + std::string(data.substr(0, 120));
         return;
     }
-    if (const auto e = j.find("error"); e != j.end() && !e->is_null()) {
-        out_.error = "error event: " + e->dump().substr(0, 200);
+    if (f.has_error) {  // rare: parse again, for the error object's text
+        const Json j = Json::parse(data.begin(), data.end(), nullptr, /*allow_exceptions=*/false);
+        out_.error = "error event: " + j["error"].dump().substr(0, 200);
         return;
     }
-    if (const auto c = j.find("choices"); c != j.end() && c->is_array() && !c->empty()) {
+    if (f.choices_is_array && f.num_choices > 0) {
         if (!saw_choices_) out_.ttft_s = now_s - out_.start_s;
         saw_choices_ = true;
         out_.latency_s = now_s - out_.start_s;
-        if (!is_end_marker((*c)[0])) on_token_chunk(now_s);
+        if (!f.is_end_marker()) on_token_chunk(now_s);
     }
-    if (const auto u = j.find("usage"); u != j.end() && u->is_object()) {
-        if (const auto n = u->find("completion_tokens"); n != u->end() && n->is_number_integer()) {
-            num_usage_tokens_ = n->get<int>();
-        }
-        if (const auto n = u->find("prompt_tokens"); n != u->end() && n->is_number_integer()) {
-            out_.num_usage_prompt_tokens = n->get<int>();
-        }
+    if (f.usage_is_object) {
+        if (f.completion_tokens) num_usage_tokens_ = *f.completion_tokens;
+        if (f.prompt_tokens) out_.num_usage_prompt_tokens = *f.prompt_tokens;
     }
 }
 

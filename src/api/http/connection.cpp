@@ -7,11 +7,20 @@
 // idle wait for the next keep-alive request once the response is written.
 //
 // One steady_timer serves every phase: header / body / idle timeouts while reading, and a
-// no-progress timeout on each write while answering.
+// no-progress timeout on writes while answering. The write deadline is armed once per stretch of
+// writing and moved lazily: each write only notes its start time, and an expiry that finds a newer
+// write re-arms for that one (a streamed response makes one write per token; re-arming the timer
+// for each cost more than the write).
+//
+// Response parts from other threads land in a mailbox (inbox_) that is drained by one posted
+// handler: parts that arrive while that handler is pending ride along, and consecutive chunks go
+// out as one HTTP chunk in one write (OutboundBytes). Plain TCP writes are tried at once, without
+// waiting for the reactor; only what the socket does not take goes to async_write.
 #include "api/http/connection.h"
 
-#include <deque>
+#include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -29,6 +38,7 @@
 #include "api/http/connection_registry.h"
 #include "api/http/http_error.h"
 #include "api/http/http_server_config.h"
+#include "api/http/outbound_bytes.h"
 #include "api/http/response_writer.h"
 #include "api/http/router.h"
 #include "api/http/transport.h"
@@ -75,15 +85,15 @@ public:
           timer_(strand_) {
         error_code ignored;
         transport_.socket().set_option(tcp::no_delay(true), ignored);  // SSE chunks leave at once
+        // For try_write_now(): a plain socket that cannot take bytes says so instead of blocking.
+        if (!transport_.is_tls()) transport_.socket().non_blocking(true, ignored);
     }
 
     const asio::any_io_executor& executor() const { return strand_; }
     void start();
 
     // ResponseSink, ConnectionControl: any thread; the work runs on the strand.
-    void deliver(ResponsePart part) override {
-        asio::post(strand_, [self = shared_from_this(), part = std::move(part)]() mutable { self->on_part(part); });
-    }
+    void deliver(ResponsePart part) override;
     void drain() override { asio::post(strand_, [self = shared_from_this()] { self->on_drain(); }); }
     void force_close() override { asio::post(strand_, [self = shared_from_this()] { self->close_now(); }); }
 
@@ -103,22 +113,27 @@ private:
     HttpRequest take_request();
     void read_in_background();
     void on_background_read(error_code ec, size_t num_bytes);
+    void on_inbox();
     void on_part(ResponsePart& part);
     void on_drain();
 
     // Writing the response.
     void queue_head(int status, std::string_view content_type, const HeaderList& extra,
                     std::optional<size_t> content_length, bool chunked);
-    void queue(std::string bytes);
+    void queue(std::string bytes) { outbound_.queue(std::move(bytes)); }
+    void flush();
     void write_queued();
-    void on_write(error_code ec);
+    bool try_write_now();
+    void on_write(error_code ec, size_t num_bytes);
     void reply_error(int status, const std::string& message, std::string_view code);
     void maybe_response_done();
     void on_response_done();
 
     // Timer and closing.
     void arm_timer(int timeout_ms);
+    void arm_timer_at(std::chrono::steady_clock::time_point expiry);
     void disarm_timer();
+    void watch_write();
     void on_timer(uint64_t generation, error_code ec);
     void linger_then_close();
     void close_now();
@@ -155,11 +170,43 @@ private:
     bool response_complete_ = false;  // every part is queued
     bool close_after_response_ = false;
 
-    std::deque<std::string> queued_;                 // bytes waiting for the current write
-    std::vector<std::string> writing_;               // bytes of the write in flight
-    std::vector<asio::const_buffer> write_buffers_;  // [writing_.size()] views of writing_
-    bool write_pending_ = false;
+    OutboundBytes outbound_;
+    bool write_pending_ = false;                     // an async_write of outbound_.batch() is in flight
+    std::chrono::steady_clock::time_point write_started_;  // of the write in flight
+    bool write_watched_ = false;                     // the timer watches writes (see watch_write)
+
+    // Mailbox of parts from deliver() (any thread), drained on the strand by on_inbox().
+    std::mutex inbox_mu_;
+    std::vector<ResponsePart> inbox_;                // guarded by inbox_mu_
+    bool inbox_posted_ = false;                      // guarded by inbox_mu_: on_inbox() is pending
+    std::vector<ResponsePart> draining_;             // strand only: the batch on_inbox() handles
 };
+
+void Connection::deliver(ResponsePart part) {
+    {
+        std::lock_guard<std::mutex> lock(inbox_mu_);
+        if (part.kind == ResponsePart::Kind::kChunk && !inbox_.empty() &&
+            inbox_.back().kind == ResponsePart::Kind::kChunk) {
+            inbox_.back().data += part.data;  // consecutive chunks: one write, one HTTP chunk
+        } else {
+            inbox_.push_back(std::move(part));
+        }
+        if (inbox_posted_) return;
+        inbox_posted_ = true;
+    }
+    asio::post(strand_, [self = shared_from_this()] { self->on_inbox(); });
+}
+
+void Connection::on_inbox() {
+    {
+        std::lock_guard<std::mutex> lock(inbox_mu_);
+        inbox_posted_ = false;
+        std::swap(inbox_, draining_);  // both keep their capacity
+    }
+    for (ResponsePart& part : draining_) on_part(part);
+    draining_.clear();
+    flush();
+}
 
 void Connection::start() {
     id_ = context_.registry->add(weak_from_this());
@@ -314,11 +361,12 @@ void Connection::on_part(ResponsePart& part) {
         case Kind::kStreamHead:
             // HTTP/1.0 has no chunked encoding: the body then ends when the connection closes.
             response_chunked_ = request_version_ >= 11;
+            outbound_.set_chunked(response_chunked_);
             if (!response_chunked_) close_after_response_ = true;
             queue_head(part.status, part.content_type, part.headers, std::nullopt, response_chunked_);
             break;
         case Kind::kChunk:
-            if (!request_is_head_) queue(response_chunked_ ? format_chunk(part.data) : std::move(part.data));
+            if (!request_is_head_) outbound_.add_stream_data(std::move(part.data));
             break;
         case Kind::kStreamEnd:
             response_complete_ = true;
@@ -333,7 +381,7 @@ void Connection::on_part(ResponsePart& part) {
             break;
         }
     }
-    maybe_response_done();
+    // on_inbox() flushes once the whole batch of parts is queued.
 }
 
 void Connection::queue_head(int status, std::string_view content_type, const HeaderList& extra,
@@ -344,31 +392,44 @@ void Connection::queue_head(int status, std::string_view content_type, const Hea
     queue(format_response_head(head));
 }
 
-void Connection::queue(std::string bytes) {
-    if (bytes.empty()) return;
-    queued_.push_back(std::move(bytes));
-    if (!write_pending_) write_queued();
+// Starts writing what is queued, unless a write is in flight (on_write() continues then).
+void Connection::flush() {
+    if (write_pending_ || phase_ == Phase::kClosed) return;
+    if (!outbound_.has_queued()) return maybe_response_done();
+    write_queued();
 }
 
 void Connection::write_queued() {
-    writing_.clear();
-    write_buffers_.clear();
-    for (std::string& bytes : queued_) writing_.push_back(std::move(bytes));
-    queued_.clear();
-    for (const std::string& bytes : writing_) write_buffers_.push_back(asio::buffer(bytes));
+    outbound_.start_batch();
+    if (try_write_now()) return flush();
+    if (phase_ == Phase::kClosed) return;
     write_pending_ = true;
-    arm_timer(config_.write_timeout_ms);
-    asio::async_write(transport_, write_buffers_,
-                      [self = shared_from_this()](error_code ec, size_t) { self->on_write(ec); });
+    write_started_ = std::chrono::steady_clock::now();
+    watch_write();
+    asio::async_write(transport_, outbound_.batch(),
+                      [self = shared_from_this()](error_code ec, size_t n) { self->on_write(ec, n); });
 }
 
-void Connection::on_write(error_code ec) {
+// Plain TCP: one non-blocking send of the whole batch; true if the socket took all of it. What it
+// did not take stays in the batch for async_write. (A send that fails closes the connection.)
+bool Connection::try_write_now() {
+    if (transport_.is_tls()) return false;
+    error_code ec;
+    const size_t num_bytes = transport_.socket().write_some(outbound_.batch(), ec);
+    if (ec == asio::error::would_block || ec == asio::error::try_again) return false;
+    if (ec) {
+        close_now();
+        return false;
+    }
+    return outbound_.consume(num_bytes);
+}
+
+void Connection::on_write(error_code ec, size_t num_bytes) {
     write_pending_ = false;
     if (phase_ == Phase::kClosed) return;
     if (ec) return close_now();
-    disarm_timer();
-    if (!queued_.empty()) return write_queued();
-    maybe_response_done();
+    CHECK(outbound_.consume(num_bytes)) << "async_write completed without writing the whole batch";
+    flush();
 }
 
 void Connection::reply_error(int status, const std::string& message, std::string_view code) {
@@ -381,10 +442,11 @@ void Connection::reply_error(int status, const std::string& message, std::string
     std::string body = error_json(message, status >= 500 ? kServerError : kInvalidRequestError, code);
     queue_head(status, "application/json", {}, body.size(), false);
     queue(std::move(body));
+    flush();
 }
 
 void Connection::maybe_response_done() {
-    if (response_complete_ && !write_pending_ && queued_.empty()) on_response_done();
+    if (response_complete_ && !write_pending_ && !outbound_.has_queued()) on_response_done();
 }
 
 void Connection::on_response_done() {
@@ -400,19 +462,40 @@ void Connection::on_response_done() {
 }
 
 void Connection::arm_timer(int timeout_ms) {
+    arm_timer_at(std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms));
+}
+
+void Connection::arm_timer_at(std::chrono::steady_clock::time_point expiry) {
     timed_out_ = false;
+    write_watched_ = false;
     uint64_t generation = ++timer_generation_;
-    timer_.expires_after(std::chrono::milliseconds(timeout_ms));
+    timer_.expires_at(expiry);
     timer_.async_wait([self = shared_from_this(), generation](error_code ec) { self->on_timer(generation, ec); });
 }
 
 void Connection::disarm_timer() {
+    write_watched_ = false;
     ++timer_generation_;
     timer_.cancel();
 }
 
+// A write just started (write_started_): make sure the timer fires write_timeout_ms after it at the
+// latest. The timer is armed only when it does not watch writes yet; on_timer() moves it along.
+void Connection::watch_write() {
+    if (write_watched_) return;
+    arm_timer_at(write_started_ + std::chrono::milliseconds(config_.write_timeout_ms));
+    write_watched_ = true;
+}
+
 void Connection::on_timer(uint64_t generation, error_code ec) {
     if (ec || generation != timer_generation_ || phase_ == Phase::kClosed) return;
+    if (write_watched_) {
+        write_watched_ = false;
+        if (!write_pending_) return;  // the writes so far completed; the next one re-arms
+        const auto deadline = write_started_ + std::chrono::milliseconds(config_.write_timeout_ms);
+        if (std::chrono::steady_clock::now() < deadline) return watch_write();  // a later write is in flight
+        return close_now();  // a write without progress: the client counts as gone
+    }
     if (phase_ == Phase::kHeader || phase_ == Phase::kBody) {
         // Cancel the read; on_read_error() then answers 408 if the client sent anything.
         timed_out_ = true;

@@ -29,6 +29,11 @@ size_t utf8_sequence_length(std::string_view s, size_t i) {
 std::string json_quote(std::string_view s) {
     std::string out;
     out.reserve(s.size() + 2);
+    append_json_quoted(out, s);
+    return out;
+}
+
+void append_json_quoted(std::string& out, std::string_view s) {
     out += '"';
     for (size_t i = 0; i < s.size();) {
         unsigned char c = static_cast<unsigned char>(s[i]);
@@ -59,7 +64,6 @@ std::string json_quote(std::string_view s) {
         i += len;
     }
     out += '"';
-    return out;
 }
 
 std::string error_json(std::string_view message, std::string_view type, std::string_view code) {

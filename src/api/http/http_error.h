@@ -18,6 +18,8 @@ std::string error_json(std::string_view message, std::string_view type, std::str
 
 // A JSON string literal (with quotes) for `s`; invalid UTF-8 becomes U+FFFD.
 std::string json_quote(std::string_view s);
+// The same, appended to `out` (no allocation beyond growing `out`).
+void append_json_quoted(std::string& out, std::string_view s);
 
 // Sends error_json(message, type, code) with `status` (type: server_error for 5xx, else
 // invalid_request_error).

@@ -60,13 +60,21 @@ std::string format_response_head(const ResponseHead& head) {
     return out;
 }
 
+std::string chunk_size_line(size_t size) {
+    CHECK(size > 0) << "an empty chunk would end the stream";
+    char line[2 * sizeof(size_t) + 2];  // hex digits, filled from the end, then CRLF
+    char* end = line + sizeof(line);
+    char* p = end - 2;
+    p[0] = '\r';
+    p[1] = '\n';
+    for (; size > 0; size >>= 4) *--p = "0123456789abcdef"[size & 15];
+    return std::string(p, end);
+}
+
 std::string format_chunk(std::string_view data) {
-    CHECK(!data.empty()) << "an empty chunk would end the stream";
-    char size_hex[20];
-    int n = std::snprintf(size_hex, sizeof(size_hex), "%zx\r\n", data.size());
-    std::string out;
-    out.reserve(static_cast<size_t>(n) + data.size() + 2);
-    out.append(size_hex, static_cast<size_t>(n)).append(data).append("\r\n");
+    std::string out = chunk_size_line(data.size());
+    out.reserve(out.size() + data.size() + 2);
+    out.append(data).append("\r\n");
     return out;
 }
 

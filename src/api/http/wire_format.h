@@ -24,6 +24,8 @@ struct ResponseHead {
 std::string format_response_head(const ResponseHead& head);
 // One chunk: "<hex size>\r\n<data>\r\n". `data` must not be empty (that is the last chunk).
 std::string format_chunk(std::string_view data);
+// The head of a chunk of `size` bytes: "<hex size>\r\n" (data and "\r\n" follow). `size` > 0.
+std::string chunk_size_line(size_t size);
 inline constexpr std::string_view kLastChunk = "0\r\n\r\n";
 inline constexpr std::string_view kContinueResponse = "HTTP/1.1 100 Continue\r\n\r\n";
 
