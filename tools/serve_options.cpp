@@ -71,6 +71,9 @@ Result<ServeOptions> parse_serve_options(const std::vector<std::string>& args) {
     o.deny_list_file = flags->get("deny-list", "");
     o.access_log = flags->get("access-log", "");
 
+    // A GPU takes much larger batches and prefill chunks than the CPU path.
+    const bool gpu = o.device == executor::DeviceKind::kCuda ||
+                     (o.device == executor::DeviceKind::kAuto && executor::cuda_available());
     const int num_cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
     const ThreadSplit split = default_thread_split(num_cores);
     int64_t port = 0, io_threads = 0, threads = 0, rpm = 0, tpm = 0, per_key = 0, seqs = 0, tokens = 0, chunk = 0,
@@ -82,9 +85,9 @@ Result<ServeOptions> parse_serve_options(const std::vector<std::string>& args) {
         {"rate-limit-rpm", 0, 0, 1 << 30, &rpm},
         {"rate-limit-tpm", 0, 0, int64_t{1} << 40, &tpm},
         {"max-concurrent-per-key", 0, 0, 1 << 20, &per_key},
-        {"max-num-seqs", 64, 1, 4096, &seqs},
-        {"max-num-batched-tokens", 512, 1, 1 << 20, &tokens},
-        {"prefill-chunk", 256, 1, 1 << 20, &chunk},
+        {"max-num-seqs", gpu ? 256 : 64, 1, 4096, &seqs},
+        {"max-num-batched-tokens", gpu ? 8192 : 512, 1, 1 << 20, &tokens},
+        {"prefill-chunk", gpu ? 2048 : 256, 1, 1 << 20, &chunk},
         {"max-queue", 1024, 1, 1 << 20, &queue},
         {"kv-cache-mb", 0, 0, int64_t{1} << 24, &kv_mb},
         {"max-model-len", 0, 0, 1 << 24, &max_len},
