@@ -2,11 +2,12 @@
 //   1. streaming read bandwidth of the machine (sum over a 1 GiB buffer, 1 and 2 threads);
 //   2. linear() at m = 1 (decode GEMV) as GB/s of weights read and % of that bandwidth, weights cold
 //      (round-robin over copies totalling >= 1 GiB, so they come from DRAM as in a real decode step);
-//      plus small batches m = 2..16;
+//      plus small batches m = 2..16, and q/k/v fused in one linear_fused() call;
 //   3. linear() at m = 128 and 512 (prefill GEMM) as GFLOP/s;
 //   4. attention() for decode at 1k/4k context and a 512-token prefill chunk.
 // Prints a table and one JSON line per measurement. Not a test; run by hand: ./cpu_ops_bench
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -133,6 +134,38 @@ void bench_gemv(double bandwidth_2t, int threads) {
     }
 }
 
+// q, k and v of one layer (2048 + 512 + 512 rows x 2048) in one linear_fused() call at m = 1, as the
+// decode step runs them: compare with the separate q/o and k/v lines above.
+void bench_fused_qkv(double bandwidth_2t, int threads) {
+    const int64_t k = 2048, rows[3] = {2048, 512, 512}, n = rows[0] + rows[1] + rows[2];
+    Weights w = make_weights(n, k, kColdBytes);  // each copy holds q, k, v end to end
+    ThreadPool pool(threads);
+    std::vector<float> x(static_cast<size_t>(k), 0.01f), y(static_cast<size_t>(n));
+    std::vector<std::array<model::WeightTensor, 3>> views;  // [copy][q, k, v]
+    for (auto& copy : w.copies) {
+        std::array<model::WeightTensor, 3> v;
+        for (int64_t o = 0, row0 = 0; o < 3; row0 += rows[o], ++o)
+            v[static_cast<size_t>(o)] = {copy.data() + row0 * k, DType::kBF16, {rows[o], k}};
+        views.push_back(v);
+    }
+    auto call = [&](size_t c) {
+        const LinearOutput outputs[] = {{&views[c][0], nullptr, y.data()},
+                                        {&views[c][1], nullptr, y.data() + rows[0]},
+                                        {&views[c][2], nullptr, y.data() + rows[0] + rows[1]}};
+        linear_fused(x.data(), 1, outputs, pool);
+    };
+    call(0);  // warm-up
+    int64_t calls = 0;
+    auto t0 = Clock::now();
+    while (calls < static_cast<int64_t>(2 * views.size()) || seconds_since(t0) < 0.3) call(static_cast<size_t>(calls++) % views.size());
+    const double sec = seconds_since(t0) / static_cast<double>(calls);
+    const double gbps = static_cast<double>(n * k * 2) / sec / 1e9, pct = 100.0 * gbps / bandwidth_2t;
+    std::printf("%-24s %4d %10.1f %9.2f %7.1f%%\n", "fused q|k|v 3072x2048", 1, sec * 1e6, gbps, pct);
+    std::printf("{\"bench\":\"gemv_bf16_fused_qkv\",\"n\":%lld,\"k\":%lld,\"m\":1,\"threads\":%d,\"us\":%.1f,"
+                "\"gbps\":%.2f,\"pct_of_bw\":%.1f}\n",
+                static_cast<long long>(n), static_cast<long long>(k), threads, sec * 1e6, gbps, pct);
+}
+
 void bench_gemm(int threads) {
     const Shape shapes[] = {{"2048x2048", 2048, 2048}, {"8192x2048", 8192, 2048}, {"2048x8192", 2048, 8192}};
     ThreadPool pool(threads);
@@ -197,7 +230,10 @@ int run(int argc, char** argv) {
         std::printf("{\"bench\":\"read_bandwidth\",\"threads\":1,\"gbps\":%.2f}\n", bw1);
         std::printf("{\"bench\":\"read_bandwidth\",\"threads\":2,\"gbps\":%.2f}\n", bw2);
     }
-    if (!skip_gemv) bench_gemv(threads >= 2 ? bw2 : bw1, threads);
+    if (!skip_gemv) {
+        bench_gemv(threads >= 2 ? bw2 : bw1, threads);
+        bench_fused_qkv(threads >= 2 ? bw2 : bw1, threads);
+    }
     if (!skip_gemm) bench_gemm(threads);
     bench_attention(threads);
     return 0;

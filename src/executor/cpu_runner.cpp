@@ -46,7 +46,7 @@ void CpuRunner::forward(const ForwardBatch& batch, std::vector<float>& logits) {
     compute_logits(batch, logits);
 }
 
-// Sizes the workspaces and lays out each token's position.
+// Sizes the workspaces, lays out each token's position and its RoPE angles (shared by all layers).
 void CpuRunner::prepare(const ForwardBatch& batch) {
     const int64_t t = batch.num_tokens();
     CHECK_GT(t, 0);
@@ -66,6 +66,8 @@ void CpuRunner::prepare(const ForwardBatch& batch) {
         CHECK_LE(end, static_cast<int64_t>(s.block_table.size()) * kv_.block_size_tokens());
         for (int p = s.pos0; p < end; ++p) ws_.positions.push_back(p);
     }
+    grow(ws_.rope, t * cfg_.head_dim);
+    cpu::rope_cos_sin(ws_.positions.data(), t, inv_freq_.data(), cfg_.head_dim, ws_.rope.data());
 }
 
 // x += attention(norm(x)); x += mlp(norm(x))
@@ -75,9 +77,10 @@ void CpuRunner::run_layer(int layer, const ForwardBatch& batch) {
     const int64_t hidden = cfg_.hidden_size;
 
     cpu::rms_norm(ws_.x.data(), t, hidden, w.attn_norm, cfg_.rms_norm_eps, ws_.h.data());
-    cpu::linear(ws_.h.data(), t, w.q_proj, &w.q_bias, ws_.q.data(), pool_);
-    cpu::linear(ws_.h.data(), t, w.k_proj, &w.k_bias, ws_.k.data(), pool_);
-    cpu::linear(ws_.h.data(), t, w.v_proj, &w.v_bias, ws_.v.data(), pool_);
+    const cpu::LinearOutput qkv[] = {{&w.q_proj, &w.q_bias, ws_.q.data()},
+                                     {&w.k_proj, &w.k_bias, ws_.k.data()},
+                                     {&w.v_proj, &w.v_bias, ws_.v.data()}};
+    cpu::linear_fused(ws_.h.data(), t, qkv, pool_);
     if (cfg_.qk_norm) {
         cpu::rms_norm(ws_.q.data(), t * cfg_.num_heads, cfg_.head_dim, w.q_norm, cfg_.rms_norm_eps, ws_.q.data());
         cpu::rms_norm(ws_.k.data(), t * cfg_.num_kv_heads, cfg_.head_dim, w.k_norm, cfg_.rms_norm_eps,
@@ -85,16 +88,16 @@ void CpuRunner::run_layer(int layer, const ForwardBatch& batch) {
     }
     const int64_t q_width = static_cast<int64_t>(cfg_.num_heads) * cfg_.head_dim;
     const int64_t kv_width = static_cast<int64_t>(cfg_.num_kv_heads) * cfg_.head_dim;
-    cpu::rope(ws_.q.data(), t, q_width, cfg_.num_heads, cfg_.head_dim, ws_.positions.data(), inv_freq_.data());
-    cpu::rope(ws_.k.data(), t, kv_width, cfg_.num_kv_heads, cfg_.head_dim, ws_.positions.data(),
-              inv_freq_.data());
+    cpu::rope_apply(ws_.q.data(), t, q_width, cfg_.num_heads, cfg_.head_dim, ws_.rope.data());
+    cpu::rope_apply(ws_.k.data(), t, kv_width, cfg_.num_kv_heads, cfg_.head_dim, ws_.rope.data());
     attention(layer, batch);
     cpu::linear(ws_.attn.data(), t, w.o_proj, &w.o_bias, ws_.h.data(), pool_);
     cpu::add_inplace(ws_.x.data(), ws_.h.data(), t * hidden);
 
     cpu::rms_norm(ws_.x.data(), t, hidden, w.ffn_norm, cfg_.rms_norm_eps, ws_.h.data());
-    cpu::linear(ws_.h.data(), t, w.gate_proj, &w.gate_bias, ws_.gate.data(), pool_);
-    cpu::linear(ws_.h.data(), t, w.up_proj, &w.up_bias, ws_.up.data(), pool_);
+    const cpu::LinearOutput gate_up[] = {{&w.gate_proj, &w.gate_bias, ws_.gate.data()},
+                                         {&w.up_proj, &w.up_bias, ws_.up.data()}};
+    cpu::linear_fused(ws_.h.data(), t, gate_up, pool_);
     cpu::silu_mul(ws_.gate.data(), ws_.up.data(), t, cfg_.intermediate_size, ws_.gate.data());
     cpu::linear(ws_.gate.data(), t, w.down_proj, &w.down_bias, ws_.h.data(), pool_);
     cpu::add_inplace(ws_.x.data(), ws_.h.data(), t * hidden);

@@ -35,6 +35,7 @@ public:
 private:
     struct Workspace {
         std::vector<float> x, h, q, k, v, attn, gate, up, rows;
+        std::vector<float> rope;  // [tokens, head_dim]: cos | sin of each token's RoPE angles
         std::vector<int32_t> positions;
     };
 

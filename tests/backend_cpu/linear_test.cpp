@@ -105,6 +105,45 @@ TEST_P(LinearTest, AbsentBiasIsIgnored) {
     EXPECT_LT(testing::relative_error(y, reference_linear(x, w.values, nullptr, s)), 1e-5);
 }
 
+// linear_fused() splits the outputs' rows end to end over the threads: every split point (inside
+// an output, at a boundary, a thread with none of an output) must give each output its own linear().
+TEST_P(LinearTest, FusedOutputsEachMatchTheirReference) {
+    std::vector<std::unique_ptr<ThreadPool>> pools;
+    for (int threads : {1, 2, 3, 5}) pools.push_back(std::make_unique<ThreadPool>(threads));
+    const std::vector<std::vector<int64_t>> output_rows = {{64, 16, 16}, {37, 5, 100}, {1, 300}, {200, 3, 1, 33}};
+    uint32_t seed = 100;
+    for (int64_t m : {1, 3, 40}) {  // GEMV, GEMV over several rows, GEMM
+        for (const std::vector<int64_t>& rows : output_rows) {
+            const int64_t k = 97;
+            std::vector<float> x = testing::random_floats(static_cast<size_t>(m * k), seed++);
+            std::vector<testing::StoredWeights> weights, biases;
+            for (size_t o = 0; o < rows.size(); ++o) {
+                weights.push_back(testing::store_weights(
+                    testing::random_floats(static_cast<size_t>(rows[o] * k), seed++, 0.1f), DType::kBF16, {rows[o], k}));
+                biases.push_back(testing::store_weights(testing::random_floats(static_cast<size_t>(rows[o]), seed++),
+                                                        DType::kF32, {rows[o]}));
+            }
+            for (auto& pool : pools) {
+                SCOPED_TRACE(::testing::Message() << "m=" << m << " outputs=" << rows.size()
+                                                  << " threads=" << pool->num_threads());
+                std::vector<std::vector<float>> ys;
+                std::vector<LinearOutput> outputs;
+                for (size_t o = 0; o < rows.size(); ++o) ys.emplace_back(static_cast<size_t>(m * rows[o]), NAN);
+                for (size_t o = 0; o < rows.size(); ++o)  // odd outputs with a bias
+                    outputs.push_back({&weights[o].tensor, o % 2 == 1 ? &biases[o].tensor : nullptr, ys[o].data()});
+                linear_fused(x.data(), m, outputs, *pool);
+                for (size_t o = 0; o < rows.size(); ++o) {
+                    const LinearShape s{m, k, rows[o]};
+                    std::vector<double> want =
+                        reference_linear(x, weights[o].values, o % 2 == 1 ? &biases[o].values : nullptr, s);
+                    EXPECT_LT(testing::relative_error(ys[o], want), 1e-5) << "output " << o;
+                    expect_close_elementwise(ys[o], want, x, weights[o].values, s);
+                }
+            }
+        }
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Levels, LinearTest, ::testing::ValuesIn(testing::supported_levels()),
                          testing::level_test_name);
 

@@ -69,28 +69,43 @@ TEST(Rope, RotatesHalvesByPositionTimesFrequency) {
                     want[a] = x[a] * std::cos(angle) - x[b] * std::sin(angle);
                     want[b] = x[b] * std::cos(angle) + x[a] * std::sin(angle);
                 }
+        std::vector<float> two_step = x;  // rope_cos_sin once, then rope_apply: the same result
+        std::vector<float> cos_sin(static_cast<size_t>(m * head_dim));
+        rope_cos_sin(positions.data(), m, inv_freq.data(), head_dim, cos_sin.data());
+        rope_apply(two_step.data(), m, row_stride, num_heads, head_dim, cos_sin.data());
         rope(x.data(), m, row_stride, num_heads, head_dim, positions.data(), inv_freq.data());
         EXPECT_LT(testing::relative_error(x, want), 1e-6) << "head_dim " << head_dim;
+        EXPECT_EQ(two_step, x) << "head_dim " << head_dim;
         for (int64_t i = 0; i < m; ++i)  // the padding after the heads is untouched
             for (int64_t t = int64_t{num_heads} * head_dim; t < row_stride; ++t)
                 ASSERT_EQ(x[i * row_stride + t], want[i * row_stride + t]);
     }
 }
 
-TEST(SiluMul, MatchesDoubleReferenceAndMayRunInPlace) {
-    const int64_t m = 7, dim = 333;
+class SiluMulTest : public testing::ForcedLevelTest {};
+
+TEST_P(SiluMulTest, MatchesDoubleReferenceAndMayRunInPlace) {
+    const int64_t m = 7, dim = 333;  // 2331 elements: whole vectors and a tail
     std::vector<float> gate = testing::random_floats(static_cast<size_t>(m * dim), 5, 4.0f);
     std::vector<float> up = testing::random_floats(static_cast<size_t>(m * dim), 6);
     gate[0] = -100.0f;  // exp(-gate) large: silu -> -0
     gate[1] = 100.0f;
+    gate[2] = 0.0f;
+    gate[3] = -1e-3f;
+    gate[m * dim - 1] = -30.0f;  // in the tail
     std::vector<double> want(gate.size());
     for (size_t i = 0; i < gate.size(); ++i) want[i] = gate[i] / (1.0 + std::exp(-double{gate[i]})) * up[i];
     std::vector<float> out(gate.size());
     silu_mul(gate.data(), up.data(), m, dim, out.data());
     EXPECT_LT(testing::relative_error(out, want), 1e-6);
+    for (size_t i = 0; i < gate.size(); ++i)  // each element within a few fp32 ulps (or tiny)
+        ASSERT_LE(std::abs(out[i] - want[i]), 1e-6 * std::abs(want[i]) + 1e-30) << "at " << i << " gate " << gate[i];
     silu_mul(gate.data(), up.data(), m, dim, gate.data());
     EXPECT_EQ(gate, out);
 }
+
+INSTANTIATE_TEST_SUITE_P(Levels, SiluMulTest, ::testing::ValuesIn(testing::supported_levels()),
+                         testing::level_test_name);
 
 TEST(AddInplace, AddsElementwise) {
     std::vector<float> x = testing::random_floats(1001, 7), y = testing::random_floats(1001, 8);

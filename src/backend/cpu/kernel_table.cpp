@@ -6,16 +6,16 @@ const KernelTable& kernels_for(SimdLevel level) {
     static const KernelTable kPortable{SimdLevel::kPortable,  1, 1,
                                        portable::gemv,        portable::gemm,
                                        portable::dot_rows,    portable::sum_rows_weighted,
-                                       portable::softmax};
+                                       portable::softmax,     portable::silu_mul};
 #if defined(HICHAT_CPU_X86_KERNELS)
     static const KernelTable kAvx2{SimdLevel::kAvx2, 16, 8,
                                    avx2::gemv,       avx2::gemm,
                                    avx2::dot_rows,   avx2::sum_rows_weighted,
-                                   avx2::softmax};
+                                   avx2::softmax,     avx2::silu_mul};
     static const KernelTable kAvx512{SimdLevel::kAvx512, 32, 16,
                                      avx512::gemv,       avx512::gemm,
                                      avx512::dot_rows,   avx512::sum_rows_weighted,
-                                     avx512::softmax};
+                                     avx512::softmax,     avx512::silu_mul};
     switch (level) {
         case SimdLevel::kAvx512: return kAvx512;
         case SimdLevel::kAvx2: return kAvx2;

@@ -59,6 +59,8 @@ struct KernelTable {
                               int64_t dim, float* out);
     // x[j] = exp(scale * x[j] - max) / sum_i exp(scale * x[i] - max)   for j < n (n >= 1).
     void (*softmax)(float* x, int64_t n, float scale);
+    // out[j] = silu(gate[j]) * up[j] = gate[j] / (1 + exp(-gate[j])) * up[j]   for j < n; out may alias gate.
+    void (*silu_mul)(const float* gate, const float* up, int64_t n, float* out);
 };
 
 const KernelTable& kernels_for(SimdLevel level);
@@ -75,6 +77,7 @@ namespace portable {
     void sum_rows_weighted(const float* weights, const float* rows, int64_t row_stride, int64_t num_rows,
                            int64_t dim, float* out);
     void softmax(float* x, int64_t n, float scale);
+    void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 }  // namespace portable
 #if defined(HICHAT_CPU_X86_KERNELS)
 namespace avx2 {
@@ -85,6 +88,7 @@ namespace avx2 {
     void sum_rows_weighted(const float* weights, const float* rows, int64_t row_stride, int64_t num_rows,
                            int64_t dim, float* out);
     void softmax(float* x, int64_t n, float scale);
+    void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 }  // namespace avx2
 namespace avx512 {
     void gemv(const LinearProblem& p, int64_t n_begin, int64_t n_end, float* scratch);
@@ -94,6 +98,7 @@ namespace avx512 {
     void sum_rows_weighted(const float* weights, const float* rows, int64_t row_stride, int64_t num_rows,
                            int64_t dim, float* out);
     void softmax(float* x, int64_t n, float scale);
+    void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 }  // namespace avx512
 #endif
 

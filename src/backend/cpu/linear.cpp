@@ -1,8 +1,9 @@
-// linear(): y = x w^T (+ bias). Splits the output columns (weight rows) over the pool's threads and runs
-// the active SIMD level's kernel on each range: a streaming GEMV for small m (decode), a packed,
-// register-blocked GEMM for large m (prefill).
+// linear() and linear_fused(): y = x w^T (+ bias). Splits the output columns (weight rows, of all the
+// fused outputs end to end) over the pool's threads and runs the active SIMD level's kernel on each
+// range: a streaming GEMV for small m (decode), a packed, register-blocked GEMM for large m (prefill).
 #include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "backend/cpu/kernel_table.h"
 #include "backend/cpu/ops.h"
@@ -35,40 +36,73 @@ void add_bias(const WeightTensor& bias, const LinearProblem& p, int64_t n_begin,
     });
 }
 
+// One output of linear_fused(), checked, with the units of rows that precede it.
+struct Part {
+    LinearProblem p;
+    const WeightTensor* bias = nullptr;  // null when absent
+    int64_t first_unit = 0;
+};
+
+// Checks the outputs and sets them up; outputs with k == 0 are filled here (zeros + bias).
+// The parts live in the calling thread's reused vector (no allocation per call once it has grown).
+std::vector<Part>& make_parts(const float* x, int64_t m, std::span<const LinearOutput> outputs) {
+    thread_local std::vector<Part> parts;
+    parts.clear();
+    for (const LinearOutput& out : outputs) {
+        const WeightTensor& w = *out.w;
+        CHECK_EQ(w.shape.size(), 2u) << "linear weight must be 2-D";
+        CHECK(w.present());
+        CHECK_EQ(w.cols(), outputs[0].w->cols()) << "fused linear weights must share k";
+        const bool has_bias = out.bias != nullptr && out.bias->present();
+        if (has_bias) {
+            CHECK_EQ(out.bias->num_elements(), w.rows()) << "linear bias size";
+        }
+        Part part{LinearProblem{x, w.data, w.dtype, out.y, m, w.rows(), w.cols()}, has_bias ? out.bias : nullptr};
+        if (m > 0 && part.p.k == 0) {
+            std::fill(out.y, out.y + m * part.p.n, 0.0f);
+            if (has_bias) add_bias(*out.bias, part.p, 0, part.p.n);
+        }
+        parts.push_back(part);
+    }
+    return parts;
+}
+
 }  // namespace
 
 void linear(const float* x, int64_t m, const WeightTensor& w, const WeightTensor* bias, float* y,
             ThreadPool& pool) {
-    CHECK_EQ(w.shape.size(), 2u) << "linear weight must be 2-D";
-    CHECK(w.present());
-    const bool has_bias = bias != nullptr && bias->present();
-    if (has_bias) {
-        CHECK_EQ(bias->num_elements(), w.rows()) << "linear bias size";
-    }
-    const LinearProblem p{x, w.data, w.dtype, y, m, w.rows(), w.cols()};
-    if (m <= 0 || p.n == 0) return;
-    if (p.k == 0) {
-        std::fill(y, y + m * p.n, 0.0f);
-        if (has_bias) add_bias(*bias, p, 0, p.n);
-        return;
-    }
+    const LinearOutput output{&w, bias, y};
+    linear_fused(x, m, std::span<const LinearOutput>(&output, 1), pool);
+}
 
+void linear_fused(const float* x, int64_t m, std::span<const LinearOutput> outputs, ThreadPool& pool) {
+    CHECK(!outputs.empty());
+    std::vector<Part>& parts = make_parts(x, m, outputs);
+    if (m <= 0 || parts[0].p.k == 0) return;  // k == 0: make_parts has written y (all share k)
     const KernelTable& kernels = active_kernels();
     const bool use_gemm = m > kernels.max_gemv_rows;  // GEMV streams each weight once for all m rows
-    const int64_t unit = use_gemm ? kernels.gemm_panel_cols : 16;  // columns split at multiples of this
-    const int64_t num_units = (p.n + unit - 1) / unit;
+    const int64_t unit = use_gemm ? kernels.gemm_panel_cols : 16;  // rows split at multiples of this
+    int64_t num_units = 0;
+    for (Part& part : parts) {
+        part.first_unit = num_units;
+        num_units += (part.p.n + unit - 1) / unit;
+    }
+    if (num_units == 0) return;
     const int num_threads = pool.num_threads();
-    pool.run([&](int t) {
-        int64_t n_begin = std::min(p.n, num_units * t / num_threads * unit);
-        int64_t n_end = std::min(p.n, num_units * (t + 1) / num_threads * unit);
-        if (n_begin >= n_end) return;
-        if (use_gemm) {
-            kernels.gemm(p, n_begin, n_end, thread_scratch(gemm_scratch_floats(m)));
-        } else {
-            kernels.gemv(p, n_begin, n_end, thread_scratch(gemv_scratch_floats(m, p.k)));
+    auto run_units = [&](int64_t unit_begin, int64_t unit_end) {  // one thread's share
+        for (const Part& part : parts) {  // the units, where they fall in each output
+            const int64_t n_begin = std::min(part.p.n, (std::max(unit_begin, part.first_unit) - part.first_unit) * unit);
+            const int64_t n_end = std::min(part.p.n, (std::max(unit_end, part.first_unit) - part.first_unit) * unit);
+            if (n_begin >= n_end) continue;
+            if (use_gemm) {
+                kernels.gemm(part.p, n_begin, n_end, thread_scratch(gemm_scratch_floats(m)));
+            } else {
+                kernels.gemv(part.p, n_begin, n_end, thread_scratch(gemv_scratch_floats(m, part.p.k)));
+            }
+            if (part.bias != nullptr) add_bias(*part.bias, part.p, n_begin, n_end);
         }
-        if (has_bias) add_bias(*bias, p, n_begin, n_end);
-    });
+    };
+    pool.run([&](int t) { run_units(num_units * t / num_threads, num_units * (t + 1) / num_threads); });
 }
 
 }  // namespace hichat::cpu

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "base/thread_pool.h"
 #include "model/weights.h"
@@ -20,6 +21,19 @@ using model::WeightTensor;
 void linear(const float* x, int64_t m, const WeightTensor& w, const WeightTensor* bias, float* y,
             ThreadPool& pool);
 
+// One product of linear_fused(): y[m, w.rows()] = x * w^T (+ bias, when bias && bias->present()).
+struct LinearOutput {
+    const WeightTensor* w = nullptr;
+    const WeightTensor* bias = nullptr;
+    float* y = nullptr;
+};
+
+// linear() for several weights that multiply the same x[m, k] (q/k/v; gate/up), in one parallel
+// region: the outputs' rows, taken end to end, are split over the threads, so there is one dispatch
+// and one wait for all of them, and a small output (k/v) does not leave a thread idle. Every w must
+// have k columns.
+void linear_fused(const float* x, int64_t m, std::span<const LinearOutput> outputs, ThreadPool& pool);
+
 // out[i, :] = table[ids[i], :] as float32.   table: [vocab, dim]
 void embedding(const int32_t* ids, int64_t m, const WeightTensor& table, float* out);
 
@@ -30,6 +44,13 @@ void rms_norm(const float* x, int64_t m, int64_t dim, const WeightTensor& w, flo
 // rotate-half RoPE of transformers: pairs (j, j + head_dim/2) rotated by positions[i] * inv_freq[j].
 void rope(float* x, int64_t m, int64_t row_stride, int num_heads, int head_dim, const int32_t* positions,
           const float* inv_freq);
+
+// rope() in two steps, so a forward pass computes the angles once for all its layers:
+// cos_sin[i, 0:half] = cos and cos_sin[i, half:head_dim] = sin of positions[i] * inv_freq[0:half]
+// (the angle rounded to fp32, as transformers forms it).   cos_sin: [m, head_dim]
+void rope_cos_sin(const int32_t* positions, int64_t m, const float* inv_freq, int head_dim, float* cos_sin);
+// Rotates x as rope() does, with the angles of rope_cos_sin().
+void rope_apply(float* x, int64_t m, int64_t row_stride, int num_heads, int head_dim, const float* cos_sin);
 
 // out[i, :] = silu(gate[i, :]) * up[i, :]   for m rows of `dim`. out may alias gate.
 void silu_mul(const float* gate, const float* up, int64_t m, int64_t dim, float* out);

@@ -13,11 +13,16 @@ void rms_norm(const float* x, int64_t m, int64_t dim, const WeightTensor& w, flo
         for (int64_t i = 0; i < m; ++i) {
             const float* xi = x + i * dim;
             float* yi = y + i * dim;
-            double sum_squares = 0.0;  // a double sum keeps the mean exact to fp32 for any dim
-            for (int64_t d = 0; d < dim; ++d) sum_squares += double{xi[d]} * xi[d];
+            // Double sums keep the mean exact to fp32 for any dim; four of them, so the adds overlap.
+            double partial[4] = {};
+            int64_t d = 0;
+            for (; d + 4 <= dim; d += 4)
+                for (int j = 0; j < 4; ++j) partial[j] += double{xi[d + j]} * xi[d + j];
+            for (; d < dim; ++d) partial[0] += double{xi[d]} * xi[d];
+            const double sum_squares = (partial[0] + partial[1]) + (partial[2] + partial[3]);
             const float mean = static_cast<float>(sum_squares / static_cast<double>(dim));
             const float inv_rms = 1.0f / std::sqrt(mean + eps);
-            for (int64_t d = 0; d < dim; ++d) yi[d] = read(d) * (xi[d] * inv_rms);
+            for (d = 0; d < dim; ++d) yi[d] = read(d) * (xi[d] * inv_rms);
         }
     });
 }

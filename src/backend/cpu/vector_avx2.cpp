@@ -98,4 +98,19 @@ void sum_rows_weighted(const float* weights, const float* rows, int64_t row_stri
     }
 }
 
+// silu(g) = g * sigmoid(g), with sigmoid from e = exp(-|g|) <= 1 (no overflow): 1 / (1 + e) for
+// g >= 0, e / (1 + e) for g < 0.
+void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
+    const __m256 one = _mm256_set1_ps(1.0f), sign_bit = _mm256_set1_ps(-0.0f);
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        const __m256 g = _mm256_loadu_ps(gate + j);
+        const __m256 e = exp_nonpositive(_mm256_or_ps(g, sign_bit));  // exp(-|g|)
+        const __m256 inv = _mm256_div_ps(one, _mm256_add_ps(one, e));
+        const __m256 sigmoid = _mm256_blendv_ps(inv, _mm256_mul_ps(e, inv), g);  // sign of g picks
+        _mm256_storeu_ps(out + j, _mm256_mul_ps(_mm256_mul_ps(g, sigmoid), _mm256_loadu_ps(up + j)));
+    }
+    for (; j < n; ++j) out[j] = gate[j] / (1.0f + std::exp(-gate[j])) * up[j];
+}
+
 }  // namespace hichat::cpu::avx2

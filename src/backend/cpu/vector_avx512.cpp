@@ -120,4 +120,19 @@ void sum_rows_weighted(const float* weights, const float* rows, int64_t row_stri
     }
 }
 
+// silu(g) = g * sigmoid(g), with sigmoid from e = exp(-|g|) <= 1 (no overflow): 1 / (1 + e) for
+// g >= 0, e / (1 + e) for g < 0.
+void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
+    const __m512 one = _mm512_set1_ps(1.0f);
+    for (int64_t j = 0; j < n; j += 16) {
+        const __mmask16 mask = lanes(n - j);
+        const __m512 g = _mm512_maskz_loadu_ps(mask, gate + j);
+        const __m512 e = exp_nonpositive(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_abs_ps(g)));
+        const __m512 inv = _mm512_div_ps(one, _mm512_add_ps(one, e));
+        const __mmask16 negative = _mm512_cmp_ps_mask(g, _mm512_setzero_ps(), _CMP_LT_OQ);
+        const __m512 sigmoid = _mm512_mask_mul_ps(inv, negative, e, inv);
+        _mm512_mask_storeu_ps(out + j, mask, _mm512_mul_ps(_mm512_mul_ps(g, sigmoid), _mm512_maskz_loadu_ps(mask, up + j)));
+    }
+}
+
 }  // namespace hichat::cpu::avx512

@@ -36,4 +36,11 @@ void softmax(float* x, int64_t n, float scale) {
     for (int64_t j = 0; j < n; ++j) x[j] *= inv_sum;
 }
 
+void silu_mul(const float* gate, const float* up, int64_t n, float* out) {
+    for (int64_t i = 0; i < n; ++i) {
+        const float g = gate[i];
+        out[i] = g / (1.0f + std::exp(-g)) * up[i];
+    }
+}
+
 }  // namespace hichat::cpu::portable
