@@ -5,14 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <condition_variable>
-#include <mutex>
 #include <numeric>
 
-#include "common/fixtures.h"
-#include "engine/engine.h"
+#include "engine_test_util.h"
 #include "executor/cpu_runner.h"
-#include "model/checkpoint.h"
 #include "sampling/rng.h"
 #include "sampling/sampler.h"
 
@@ -84,38 +80,11 @@ private:
     std::vector<float> logits_;
 };
 
-class Collect : public TokenSink {
-public:
-    void on_event(TokenEvent ev) override {
-        std::lock_guard<std::mutex> lock(mu_);
-        tokens.insert(tokens.end(), ev.token_ids.begin(), ev.token_ids.end());
-        if (ev.finish != FinishReason::kNone) {
-            done_ = true;
-            cv_.notify_all();
-        }
-    }
-    bool wait() {
-        std::unique_lock<std::mutex> lock(mu_);
-        return cv_.wait_for(lock, std::chrono::seconds(60), [&] { return done_; });
-    }
-    std::vector<int32_t> tokens;
-
-private:
-    std::mutex mu_;
-    std::condition_variable cv_;
-    bool done_ = false;
-};
-
-class DeviceSamplingTest : public ::testing::Test {
+class DeviceSamplingTest : public testing_util::TinyModelTest {
 protected:
     void SetUp() override {
-        auto ckpt = model::Checkpoint::open(testing::fixture_dir("llama3"));
-        ASSERT_TRUE(ckpt.ok()) << ckpt.status().message();
-        checkpoint_ = std::move(ckpt).value();
-        auto tok = tokenizer::Tokenizer::load(testing::fixture_dir("byte_tokenizer"));
-        ASSERT_TRUE(tok.ok()) << tok.status().message();
-        tokenizer_ = std::move(tok).value();
-        golden_ = testing::read_golden("llama3");
+        TinyModelTest::SetUp();
+        if (HasFatalFailure()) return;
         auto runner = std::make_unique<HostSamplingRunner>(std::make_unique<executor::CpuRunner>(
             *checkpoint_, executor::CpuRunnerConfig{.num_threads = 2, .num_kv_blocks = 64}));
         runner_ = runner.get();
@@ -123,7 +92,7 @@ protected:
     }
 
     std::vector<int32_t> run(sampling::SamplingParams params, int max_tokens) {
-        auto sink = std::make_shared<Collect>();
+        auto sink = std::make_shared<testing_util::CollectingSink>();
         Request r;
         r.id = {next_id_++};
         r.prompt = golden_["prompt"].get<std::vector<int32_t>>();
@@ -135,9 +104,6 @@ protected:
         return sink->tokens;
     }
 
-    std::unique_ptr<model::Checkpoint> checkpoint_;
-    std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
-    nlohmann::json golden_;
     HostSamplingRunner* runner_ = nullptr;
     std::unique_ptr<Engine> engine_;
     uint64_t next_id_ = 1;

@@ -9,44 +9,15 @@
 #include <mutex>
 #include <thread>
 
-#include "common/fixtures.h"
+#include "engine_test_util.h"
 #include "executor/cpu_runner.h"
-#include "model/checkpoint.h"
 
 namespace hichat::engine {
 namespace {
 
 namespace fs = std::filesystem;
 
-// Collects one request's events; wait() blocks until the final one.
-class CollectingSink : public TokenSink {
-public:
-    void on_event(TokenEvent ev) override {
-        std::lock_guard<std::mutex> lock(mu_);
-        tokens.insert(tokens.end(), ev.token_ids.begin(), ev.token_ids.end());
-        text += ev.text;
-        ++num_events;
-        if (ev.finish != FinishReason::kNone) {
-            finish = ev.finish;
-            num_generated = ev.num_generated_tokens;
-            done_ = true;
-            cv_.notify_all();
-        }
-    }
-    bool wait(std::chrono::seconds timeout = std::chrono::seconds(60)) {
-        std::unique_lock<std::mutex> lock(mu_);
-        return cv_.wait_for(lock, timeout, [&] { return done_; });
-    }
-    std::vector<int32_t> tokens;
-    std::string text;
-    FinishReason finish = FinishReason::kNone;
-    int num_generated = 0, num_events = 0;
-
-private:
-    std::mutex mu_;
-    std::condition_variable cv_;
-    bool done_ = false;
-};
+using testing_util::CollectingSink;
 
 // Stats are published after each step, so they may trail the final event by one step.
 int kv_blocks_used_when_settled(const Engine& engine) {
@@ -56,18 +27,8 @@ int kv_blocks_used_when_settled(const Engine& engine) {
     return engine.stats().num_kv_blocks_used;
 }
 
-class EngineTest : public ::testing::Test {
+class EngineTest : public testing_util::TinyModelTest {
 protected:
-    void SetUp() override {
-        auto ckpt = model::Checkpoint::open(testing::fixture_dir("llama3"));
-        ASSERT_TRUE(ckpt.ok()) << ckpt.status().message();
-        checkpoint_ = std::move(ckpt).value();
-        auto tok = tokenizer::Tokenizer::load(testing::fixture_dir("byte_tokenizer"));
-        ASSERT_TRUE(tok.ok()) << tok.status().message();
-        tokenizer_ = std::move(tok).value();
-        golden_ = testing::read_golden("llama3");
-    }
-
     std::unique_ptr<Engine> make_engine(int num_kv_blocks, scheduler::SchedulerConfig sched = {}, int max_waiting = 1024) {
         auto runner = std::make_unique<executor::CpuRunner>(
             *checkpoint_, executor::CpuRunnerConfig{.num_threads = 2, .num_kv_blocks = num_kv_blocks});
@@ -98,9 +59,6 @@ protected:
         return out;
     }
 
-    std::unique_ptr<model::Checkpoint> checkpoint_;
-    std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
-    nlohmann::json golden_;
     uint64_t next_id_ = 1;
 };
 
