@@ -212,12 +212,13 @@ void bench_attention(int threads) {
 
 int run(int argc, char** argv) {
     int threads = 2;
-    bool skip_bandwidth = false, skip_gemv = false, skip_gemm = false;
+    bool skip_bandwidth = false, skip_gemv = false, skip_gemm = false, skip_attention = false;
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = std::atoi(argv[++i]);
         else if (std::strcmp(argv[i], "--no-bw") == 0) skip_bandwidth = true;
         else if (std::strcmp(argv[i], "--no-gemv") == 0) skip_gemv = true;
         else if (std::strcmp(argv[i], "--no-gemm") == 0) skip_gemm = true;
+        else if (std::strcmp(argv[i], "--no-attention") == 0) skip_attention = true;
     }
     std::printf("simd level: %s, threads: %d\n", std::string(simd_level_name(active_simd_level())).c_str(), threads);
     double bw1 = 0.0, bw2 = 0.0;
@@ -235,7 +236,7 @@ int run(int argc, char** argv) {
         bench_fused_qkv(threads >= 2 ? bw2 : bw1, threads);
     }
     if (!skip_gemm) bench_gemm(threads);
-    bench_attention(threads);
+    if (!skip_attention) bench_attention(threads);
     return 0;
 }
 
