@@ -31,11 +31,6 @@ struct DecodeCase {
     double workspace_share = 1.0;    // of attention_workspace_bytes(); 0: no workspace
 };
 
-ThreadPool& pool() {
-    static ThreadPool p(static_cast<int>(std::max(1u, std::min(16u, std::thread::hardware_concurrency()))));
-    return p;
-}
-
 // The batch's paged cache: block tables drawn from a shuffled pool (unused entries -1), K/V random bf16.
 struct PagedBatch {
     int max_blocks = 0;

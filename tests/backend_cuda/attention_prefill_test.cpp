@@ -29,11 +29,6 @@ struct Case {
     int q_shift = 0;   // bf16 elements q and out are shifted by inside their buffers (alignment)
 };
 
-ThreadPool& pool() {
-    static ThreadPool p(static_cast<int>(std::max(1u, std::min(16u, std::thread::hardware_concurrency()))));
-    return p;
-}
-
 // Host copy of one batch: metadata, bf16 inputs and their float values.
 struct HostBatch {
     int max_blocks = 0, num_tokens = 0, max_q = 0, max_kv = 0;

@@ -25,11 +25,6 @@ struct BatchCase {
     std::vector<SeqSpec> seqs;
 };
 
-ThreadPool& pool() {
-    static ThreadPool p(static_cast<int>(std::max(1u, std::min(16u, std::thread::hardware_concurrency()))));
-    return p;
-}
-
 // Runs one batch on the device and on the CPU; returns the relative error (and checks NaN/poison).
 void check_batch(const BatchCase& c, bool use_workspace) {
     const uint32_t seed = fresh_seed();

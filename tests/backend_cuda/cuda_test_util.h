@@ -5,19 +5,28 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/device_info.h"
 #include "base/dtype.h"
+#include "base/thread_pool.h"
 #include "model/weights.h"
 
 namespace hichat::cuda::testing {
+
+// The CPU reference's thread pool, shared by the tests of one binary.
+inline ThreadPool& pool() {
+    static ThreadPool p(static_cast<int>(std::max(1u, std::min(16u, std::thread::hardware_concurrency()))));
+    return p;
+}
 
 // Every CUDA test derives from this: on a machine with no device (CI) the test shows as skipped.
 class CudaTest : public ::testing::Test {

@@ -14,11 +14,6 @@ namespace {
 using namespace testing;
 using bf16 = __nv_bfloat16;
 
-ThreadPool& pool() {
-    static ThreadPool p(static_cast<int>(std::max(1u, std::min(16u, std::thread::hardware_concurrency()))));
-    return p;
-}
-
 struct GemmCase {
     int m, n, k;
 };
