@@ -1,15 +1,9 @@
 #include "engine/engine.h"
 
 #include <algorithm>
-#include <atomic>
-#include <mutex>
-#include <thread>
-#include <unordered_map>
 
 #include "base/check.h"
-#include "engine/request_queue.h"
-#include "engine/sequence.h"
-#include "kv/block_manager.h"
+#include "engine/engine_impl.h"
 
 namespace hichat::engine {
 
@@ -20,105 +14,42 @@ Status EngineConfig::validate() const {
     return ok_status();
 }
 
-class Engine::Impl {
-public:
-    Impl(std::unique_ptr<executor::ModelRunner> runner, const tokenizer::Tokenizer& tokenizer,
-         const EngineConfig& config)
-        : runner_(std::move(runner)),
-          tokenizer_(tokenizer),
-          config_(config),
-          blocks_(runner_->num_kv_blocks(), runner_->kv_block_size_tokens()),
-          scheduler_(config.scheduler, blocks_),
-          queue_(static_cast<size_t>(config.max_waiting)) {
-        publish_stats();
-        thread_ = std::thread([this] { loop(); });
-    }
-
-    ~Impl() {
-        stopping_ = true;
-        queue_.stop();
-        if (thread_.joinable()) thread_.join();
-    }
-
-    Admission submit(Request request) {
-        if (stopping_ || draining_) return Admission::kStopped;
-        if (num_waiting_.load() + static_cast<int>(queue_.size()) >= config_.max_waiting) return Admission::kQueueFull;
-        return queue_.push(std::move(request)) ? Admission::kAccepted : Admission::kQueueFull;
-    }
-    void cancel(RequestId id) { queue_.cancel(id); }
-    EngineStats stats() const {
-        std::lock_guard<std::mutex> lock(stats_mu_);
-        return stats_;
-    }
-    int max_context_tokens() const {
-        int limit = std::min(runner_->model_config().max_position_embeddings,
-                             runner_->num_kv_blocks() * runner_->kv_block_size_tokens());
-        return config_.max_model_len > 0 ? std::min(limit, config_.max_model_len) : limit;
-    }
-    const model::ModelConfig& model_config() const { return runner_->model_config(); }
-    void drain_and_stop() {
-        draining_ = true;
-        queue_.stop();
-        if (thread_.joinable()) thread_.join();
-    }
-
-private:
-    void loop();
-    void step();
-    void admit_new_requests();
-    void apply_cancellations_and_deadlines();
-    executor::ForwardBatch build_batch(const scheduler::StepPlan& plan);
-    // Runs the step's forward pass; the runner picks the tokens (ids_step_) when every row is plain
-    // greedy, or when it samples on the device and no row needs penalties; else logits come back.
-    void run_forward(const scheduler::StepPlan& plan, const executor::ForwardBatch& batch);
-    void commit(const scheduler::StepPlan& plan);
-    void on_token(Sequence& seq, int32_t token);
-    void emit(Sequence& seq, std::vector<int32_t> token_ids, std::string text, FinishReason finish);
-    void finish(Sequence& seq, FinishReason reason, std::vector<int32_t> token_ids, std::string text);
-    void remove_finished();
-    void publish_stats();
-
-    std::unique_ptr<executor::ModelRunner> runner_;
-    const tokenizer::Tokenizer& tokenizer_;
-    EngineConfig config_;
-    kv::BlockManager blocks_;
-    scheduler::Scheduler scheduler_;
-    RequestQueue queue_;
-    std::thread thread_;
-    std::atomic<bool> stopping_{false}, draining_{false};
-    std::atomic<int> num_waiting_{0};
-
-    // Engine thread only.
-    std::vector<std::unique_ptr<Sequence>> seqs_;
-    std::unordered_map<uint64_t, Sequence*> by_id_;
-    std::vector<float> logits_;                 // [rows, vocab] of the last step, unless ids_step_
-    std::vector<int32_t> step_ids_;             // [rows] chosen by the runner when ids_step_
-    std::vector<executor::RowSampling> rows_;   // [rows] device sampling parameters (scratch)
-    bool ids_step_ = false;
-    int64_t num_steps_ = 0, num_preemptions_ = 0;
-
-    mutable std::mutex stats_mu_;
-    EngineStats stats_;
-};
-
 void Engine::Impl::loop() {
     while (!stopping_) {
-        if (draining_ && seqs_.empty() && queue_.size() == 0) break;
-        step();
+        if (draining_ && seqs_.empty() && queue_.size() == 0 && inflight_.empty()) break;
+        admit_new_requests();
+        apply_cancellations_and_deadlines();
+        if (overlap_) {
+            pipelined_step();
+        } else {
+            sync_step();
+        }
     }
+    collect_all();
     for (auto& seq : seqs_) finish(*seq, FinishReason::kCancelled, {}, {});
     remove_finished();
     publish_stats();
 }
 
-// One iteration: take new work, plan, run the model, sample and stream.
-void Engine::Impl::step() {
-    admit_new_requests();
-    apply_cancellations_and_deadlines();
+scheduler::StepPlan Engine::Impl::plan_next(bool pipelined) {
     std::vector<scheduler::SeqState*> states;
-    for (auto& seq : seqs_) states.push_back(&seq->state);
+    for (auto& seq : seqs_) {
+        if (seq->state.status == scheduler::SeqStatus::kFinished) continue;
+        const int num_generated_with_inflight = static_cast<int>(seq->tokens.size()) - seq->num_prompt_tokens();
+        const bool ends_in_flight = seq->num_placeholders() > 0 &&
+                                    (num_generated_with_inflight >= seq->request.max_tokens ||
+                                     seq->state.num_tokens >= max_context_tokens());
+        if (pipelined && ends_in_flight) continue;
+        states.push_back(&seq->state);
+    }
     scheduler::StepPlan plan = scheduler_.schedule(states, Clock::now());
     num_preemptions_ += static_cast<int64_t>(plan.preempted.size());
+    return plan;
+}
+
+// One synchronous iteration: plan, run the model, sample and stream.
+void Engine::Impl::sync_step() {
+    scheduler::StepPlan plan = plan_next(/*pipelined=*/false);
     if (plan.empty()) {
         publish_stats();
         queue_.wait(std::chrono::milliseconds(20));
@@ -142,11 +73,16 @@ void Engine::Impl::run_forward(const scheduler::StepPlan& plan, const executor::
     ids_step_ = all_greedy || on_device;
     if (all_greedy) return runner_->forward_argmax(batch, step_ids_);
     if (!on_device) return runner_->forward(batch, logits_);
-    // One row per chunk (build_batch asks for the last token's logits only); a chunk that does not
-    // sample (a prefill piece) takes the argmax and its id is ignored.
+    fill_row_sampling(plan);
+    runner_->forward_sample(batch, rows_, step_ids_);
+}
+
+// One row per chunk (build_batch asks for the last token's logits only); a chunk that does not
+// sample (a prefill piece) takes the argmax and its id is ignored.
+void Engine::Impl::fill_row_sampling(const scheduler::StepPlan& plan) {
     rows_.clear();
     for (const auto& c : plan.chunks) {
-        Sequence& seq = seq_of(c);
+        Sequence& seq = *by_id_.at(c.seq->id);
         const sampling::SamplingParams& p = seq.request.sampling;
         if (!c.samples() || p.is_greedy()) {
             rows_.push_back({});
@@ -158,7 +94,6 @@ void Engine::Impl::run_forward(const scheduler::StepPlan& plan, const executor::
                          .min_p = p.min_p,
                          .u = std::min(static_cast<float>(seq.sampler.next_unit()), 0x1.fffffep-1f)});
     }
-    runner_->forward_sample(batch, rows_, step_ids_);
 }
 
 void Engine::Impl::admit_new_requests() {
@@ -194,6 +129,12 @@ executor::ForwardBatch Engine::Impl::build_batch(const scheduler::StepPlan& plan
     executor::ForwardBatch batch;
     for (const auto& chunk : plan.chunks) {
         Sequence& seq = *by_id_.at(chunk.seq->id);
+        // Placeholders of older steps were resolved at their collect, before this plan was made: the
+        // runner can resolve only the previous step's.
+        CHECK_LE(seq.num_placeholders(), 1) << "sequence " << seq.state.id;
+        if (seq.num_placeholders() == 1 && chunk.samples()) {
+            CHECK_EQ(seq.placeholder_step, num_submitted_ - 1) << "sequence " << seq.state.id;
+        }
         const auto begin = static_cast<size_t>(seq.state.num_tokens_cached);
         batch.seqs.push_back({.block_table = seq.state.blocks.blocks,
                               .pos0 = seq.state.num_tokens_cached,
@@ -211,33 +152,44 @@ void Engine::Impl::commit(const scheduler::StepPlan& plan) {
         const bool samples = chunk.samples();
         seq.state.num_tokens_cached += chunk.num_tokens;
         if (!samples || seq.state.status == scheduler::SeqStatus::kFinished) continue;
+        int32_t token = 0;
         if (ids_step_) {
-            on_token(seq, step_ids_[i]);
-            continue;
+            token = step_ids_[i];
+        } else {
+            std::span<float> row(logits_.data() + i * vocab, vocab);
+            token = seq.sampler.sample(row, seq.request.prompt, seq.generated());
         }
-        std::span<float> row(logits_.data() + i * vocab, vocab);
-        on_token(seq, seq.sampler.sample(row, seq.request.prompt, seq.generated()));
+        seq.tokens.push_back(token);
+        seq.state.num_tokens++;
+        on_token(seq, token);
     }
 }
 
 void Engine::Impl::on_token(Sequence& seq, int32_t token) {
+    const int at = seq.num_tokens_known;
+    CHECK_LT(at, static_cast<int>(seq.tokens.size())) << "sequence " << seq.state.id;
     if (seq.first_token_time == Clock::time_point{}) seq.first_token_time = Clock::now();
     const auto& stop_ids = seq.request.stop_token_ids;
     if (std::find(stop_ids.begin(), stop_ids.end(), token) != stop_ids.end()) {
-        finish(seq, FinishReason::kStop, {}, {});
-        return;
+        seq.truncate(at);  // a stop id is not part of the output
+        return finish(seq, FinishReason::kStop, {}, {});
     }
-    seq.tokens.push_back(token);
-    seq.state.num_tokens++;
+    seq.tokens[static_cast<size_t>(at)] = token;
+    seq.num_tokens_known++;
     bool stopped = false, filtered = false;
     std::string text = seq.stop_matcher.push(seq.detokenizer.push(token), stopped);
     text = seq.filter_matcher.push(text, filtered);
-    if (filtered) return finish(seq, FinishReason::kContentFilter, {token}, std::move(text));
-    if (stopped) return finish(seq, FinishReason::kStop, {token}, std::move(text));
-    if (seq.num_generated_tokens() >= seq.request.max_tokens || seq.state.num_tokens >= max_context_tokens()) {
-        return finish(seq, FinishReason::kLength, {token}, std::move(text));
+    FinishReason reason = FinishReason::kNone;
+    if (filtered) {
+        reason = FinishReason::kContentFilter;
+    } else if (stopped) {
+        reason = FinishReason::kStop;
+    } else if (seq.num_generated_tokens() >= seq.request.max_tokens || seq.num_tokens_known >= max_context_tokens()) {
+        reason = FinishReason::kLength;
     }
-    emit(seq, {token}, std::move(text), FinishReason::kNone);
+    if (reason == FinishReason::kNone) return emit(seq, {token}, std::move(text), FinishReason::kNone);
+    seq.truncate(seq.num_tokens_known);  // placeholders of a step in flight: its row is ignored
+    finish(seq, reason, {token}, std::move(text));
 }
 
 void Engine::Impl::emit(Sequence& seq, std::vector<int32_t> token_ids, std::string text, FinishReason finish) {

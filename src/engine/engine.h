@@ -14,11 +14,16 @@
 
 namespace hichat::engine {
 
+// Whether the engine pipelines steps: plans and submits step N + 1 while the runner still computes
+// step N, then processes step N's tokens. kAuto: on when the runner runs_async().
+enum class StepOverlap { kAuto, kOn, kOff };
+
 struct EngineConfig {
     scheduler::SchedulerConfig scheduler;
     int max_waiting = 1024;                 // queued requests beyond this are refused (429)
     int max_model_len = 0;                  // prompt + generation per request; 0: the model's context
     std::vector<std::string> output_deny_list;  // phrases that stop generation (content_filter)
+    StepOverlap overlap = StepOverlap::kAuto;   // kOn also with a synchronous runner (tests)
 
     Status validate() const;
 };

@@ -2,6 +2,7 @@
 // output matchers. Created and destroyed by the engine thread; engine thread only.
 #pragma once
 
+#include <algorithm>
 #include <vector>
 
 #include "engine/request.h"
@@ -25,17 +26,31 @@ struct Sequence {
         state.priority = request.priority;
         state.arrival = request.arrival;
         state.num_tokens = static_cast<int>(tokens.size());
+        num_tokens_known = state.num_tokens;
     }
 
     int num_prompt_tokens() const { return static_cast<int>(request.prompt.size()); }
-    int num_generated_tokens() const { return static_cast<int>(tokens.size()) - num_prompt_tokens(); }
+    // Generated tokens whose ids are known (placeholders of steps in flight do not count).
+    int num_generated_tokens() const { return num_tokens_known - num_prompt_tokens(); }
     std::span<const int32_t> generated() const {
-        return std::span<const int32_t>(tokens).subspan(request.prompt.size());
+        return std::span<const int32_t>(tokens).subspan(request.prompt.size(),
+                                                        static_cast<size_t>(num_generated_tokens()));
+    }
+    // Tokens waiting for the ids of steps in flight (0 to 2; pipelined engine only).
+    int num_placeholders() const { return static_cast<int>(tokens.size()) - num_tokens_known; }
+    // Drops tokens [num_tokens, end): a finished sequence's stop id or placeholders.
+    void truncate(int num_tokens) {
+        tokens.resize(static_cast<size_t>(num_tokens));
+        state.num_tokens = num_tokens;
+        num_tokens_known = std::min(num_tokens_known, num_tokens);
     }
 
     Request request;
     scheduler::SeqState state;
-    std::vector<int32_t> tokens;  // [num_tokens] prompt then generated
+    std::vector<int32_t> tokens;  // [num_tokens] prompt then generated; the last num_placeholders() are
+                                  // -(row + 1): the id a step in flight picks for its logit row `row`
+    int num_tokens_known = 0;     // leading tokens whose ids are known
+    int64_t placeholder_step = -1;  // the step whose id the newest placeholder stands for
     sampling::Sampler sampler;
     tokenizer::StreamingDetokenizer detokenizer;
     TextMatcher stop_matcher;     // stop strings

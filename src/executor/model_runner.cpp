@@ -1,5 +1,7 @@
 #include "executor/model_runner.h"
 
+#include <algorithm>
+
 #include "base/check.h"
 
 namespace hichat::executor {
@@ -21,6 +23,44 @@ void ModelRunner::forward_argmax(const ForwardBatch& batch, std::vector<int32_t>
 
 void ModelRunner::forward_sample(const ForwardBatch&, std::span<const RowSampling>, std::vector<int32_t>&) {
     CHECK(false) << "forward_sample() on a runner that does not sample on the device";
+}
+
+// The default runs the step here, so the previous step's ids are already known on the host:
+// placeholders are replaced from last_ids_ in a copy of the batch's tokens.
+void ModelRunner::submit(const ForwardBatch& batch, std::span<const RowSampling> rows) {
+    CHECK_LT(outstanding_.size(), 2u) << "submit() with two steps outstanding";
+    CHECK_EQ(static_cast<int64_t>(rows.size()), batch.num_logit_rows());
+    ForwardBatch resolved = batch;
+    std::vector<std::vector<int32_t>> owned(batch.seqs.size());  // [num_seqs][num_tokens] resolved copies
+    for (size_t s = 0; s < batch.seqs.size(); ++s) {
+        const std::span<const int32_t> tokens = batch.seqs[s].tokens;
+        if (std::none_of(tokens.begin(), tokens.end(), [](int32_t t) { return t < 0; })) continue;
+        owned[s].assign(tokens.begin(), tokens.end());
+        for (int32_t& t : owned[s]) {
+            if (t >= 0) continue;
+            const int64_t row = -static_cast<int64_t>(t) - 1;
+            CHECK_LT(row, static_cast<int64_t>(last_ids_.size()))
+                << "placeholder " << t << " refers past the previous step's rows";
+            t = last_ids_[static_cast<size_t>(row)];
+        }
+        resolved.seqs[s].tokens = owned[s];
+    }
+    const bool all_greedy =
+        std::all_of(rows.begin(), rows.end(), [](const RowSampling& r) { return r.temperature <= 0.0f; });
+    std::vector<int32_t> ids;
+    if (all_greedy) {
+        forward_argmax(resolved, ids);
+    } else {
+        forward_sample(resolved, rows, ids);
+    }
+    last_ids_ = ids;
+    outstanding_.push_back(std::move(ids));
+}
+
+void ModelRunner::collect(std::vector<int32_t>& ids) {
+    CHECK(!outstanding_.empty()) << "collect() with no step outstanding";
+    ids = std::move(outstanding_.front());
+    outstanding_.erase(outstanding_.begin());
 }
 
 }  // namespace hichat::executor

@@ -42,8 +42,22 @@ public:
     virtual void forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows,
                                 std::vector<int32_t>& ids);
 
+    // Pipelined steps. submit() starts a forward pass whose ids come back, in order, from collect():
+    // per logit row, the argmax where rows[r].temperature is 0, else forward_sample()'s rule. rows:
+    // [batch.num_logit_rows()]; non-greedy rows only where samples_on_device(). A token < 0 in the batch,
+    // -(r + 1), stands for the id that the previously submitted step picks for its logit row r: the
+    // caller may submit step N + 1 before collecting step N (at most two steps outstanding) and the
+    // runner resolves it where the ids are. The batch's spans are read before submit() returns.
+    // The default runs the step inside submit(); runs_async() runners return at once.
+    virtual bool runs_async() const { return false; }
+    virtual void submit(const ForwardBatch& batch, std::span<const RowSampling> rows);
+    // Waits for the oldest outstanding step; ids: [its num_logit_rows()].
+    virtual void collect(std::vector<int32_t>& ids);
+
 private:
     std::vector<float> argmax_logits_;  // scratch of the default forward_argmax
+    std::vector<std::vector<int32_t>> outstanding_;  // default submit(): ids of the uncollected steps
+    std::vector<int32_t> last_ids_;                  // default submit(): ids of the last submitted step
 };
 
 }  // namespace hichat::executor
