@@ -25,6 +25,7 @@ struct BenchOptions {
     std::string model_dir;
     int input_len = 128, output_len = 32, batch = 1, num_threads = 0, repeat = 3;
     std::vector<int> batches;   // --batch 1,32,64: one runner (sized for the largest), one line each
+    bool overlap = true;        // decode step N + 1 submitted before step N's ids are collected
     executor::DeviceKind device = executor::DeviceKind::kAuto;
 };
 
@@ -49,7 +50,8 @@ Result<std::vector<int>> parse_batches(const std::string& text) {
 }
 
 Result<BenchOptions> parse_options(const std::vector<std::string>& args) {
-    auto flags = CliArgs::parse(args, {"model", "input-len", "output-len", "batch", "threads", "repeat", "device"}, {});
+    auto flags = CliArgs::parse(args, {"model", "input-len", "output-len", "batch", "threads", "repeat", "device"},
+                                {"no-overlap"});
     HICHAT_RETURN_IF_ERROR(flags.status());
     BenchOptions o;
     auto dir = flags->required("model");
@@ -72,6 +74,7 @@ Result<BenchOptions> parse_options(const std::vector<std::string>& args) {
     o.batches = *batches;
     o.num_threads = static_cast<int>(*threads);
     o.repeat = static_cast<int>(*repeat);
+    o.overlap = !flags->has("no-overlap");
     return o;
 }
 
@@ -113,15 +116,27 @@ RunTimes run_once(executor::ModelRunner& runner, BenchOptions o, int vocab, uint
         first += group;
     }
     t.prefill_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    // Decode. With overlap, step s + 1 goes in before step s's ids come back: its tokens are the
+    // placeholders -(b + 1), "row b of the previous step", which the runner resolves where the ids are.
+    std::vector<int32_t> placeholders(static_cast<size_t>(o.batch));
+    for (int b = 0; b < o.batch; ++b) placeholders[static_cast<size_t>(b)] = -(b + 1);
+    const std::vector<executor::RowSampling> greedy(static_cast<size_t>(o.batch));
     auto t1 = Clock::now();
     for (int step = 1; step < o.output_len; ++step) {
+        const bool chained = o.overlap && step > 1;
         for (int b = 0; b < o.batch; ++b) {
             batch.seqs[b].pos0 = o.input_len + step - 1;
-            batch.seqs[b].tokens = std::span<const int32_t>(&next[static_cast<size_t>(b)], 1);
+            batch.seqs[b].tokens = std::span<const int32_t>(chained ? &placeholders[b] : &next[b], 1);
         }
-        runner.forward_argmax(batch, ids);
-        next = ids;
+        runner.submit(batch, greedy);
+        if (!o.overlap) {
+            runner.collect(ids);
+            next = ids;
+        } else if (chained) {
+            runner.collect(ids);   // the previous step's
+        }
     }
+    if (o.overlap && o.output_len > 1) runner.collect(ids);
     t.decode_s = std::chrono::duration<double>(Clock::now() - t1).count();
     return t;
 }
@@ -158,6 +173,7 @@ nlohmann::json measure(executor::ModelRunner& runner, const BenchOptions& opts, 
         {"decode_tok_s", opts.batch * decode_steps / decode_s},
         {"output_tok_s", total_out / (prefill_s + decode_s)},
         {"repeat", opts.repeat},
+        {"overlap", opts.overlap},
     };
 }
 

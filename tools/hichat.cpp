@@ -20,7 +20,7 @@ constexpr const char* kUsage =
     "           [--min-p P] [--repetition-penalty R] [--seed S] [--threads N] [--ignore-eos]\n"
     "  score    --model DIR --ids 1,2,3 --out FILE [--threads N]\n"
     "  tokenize --model DIR [--decode]     (JSON on stdin, JSON on stdout)\n"
-    "  bench engine --model DIR [--input-len N] [--output-len N] [--batch B] [--threads N] [--repeat R]\n";
+    "  bench engine --model DIR [--input-len N] [--output-len N] [--batch B] [--threads N] [--repeat R] [--no-overlap]\n";
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <map>
 #include <optional>
@@ -11,6 +12,7 @@
 #include <cstring>
 
 #include "backend/cuda/cuda_check.h"
+#include "backend/cuda/cuda_event.h"
 #include "backend/cuda/cuda_graph.h"
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/device_info.h"
@@ -90,7 +92,17 @@ struct CudaRunner::Impl {
     cuda::DeviceBuffer x, h, qkv, q, attn, gate_up, act, rows, row_norm, logits, ids, meta, attn_workspace,
         sample_workspace;
     size_t attn_workspace_bytes = 0;
-    cuda::PinnedBuffer host_meta, host_logits, host_ids;
+    cuda::PinnedBuffer host_logits;
+    // Submitted steps, two at most in flight, take the two slots in turn: each has its own pinned
+    // metadata (written while the other step runs) and ids, and an event after the ids' copy.
+    struct Slot {
+        cuda::PinnedBuffer meta, ids;
+        cuda::CudaEvent done;
+        int num_rows = 0;
+    };
+    std::array<Slot, 2> slots;
+    int next_slot = 0, num_outstanding = 0;
+    int last_submitted_rows = 0;  // logit rows of the last submitted step: what placeholders index
     std::map<GraphKey, cuda::CudaGraph> graphs;
     std::set<GraphKey> warmed;    // keys run once eagerly (plans made, kernels loaded), ready to capture
 
@@ -101,26 +113,29 @@ struct CudaRunner::Impl {
           max_blocks_per_seq((c.max_context_tokens + c.kv_block_size_tokens - 1) / c.kv_block_size_tokens) {}
 
     Status allocate();
-    // Runs the layers; then logits to the host (logits != null) or their argmax ids (ids != null).
-    // With ids: each row's token by `sampling` (argmax where it is empty).
-    void forward(const ForwardBatch& batch, std::vector<float>* logits, std::span<const RowSampling> sampling,
-                 std::vector<int32_t>* ids);
+    // The logits of every logit row, to the host; waits for the step.
+    void forward(const ForwardBatch& batch, std::vector<float>& logits);
+    // Enqueues a step whose ids (argmax, or sampled by `rows` where any row samples) are copied to the
+    // next slot; returns at once.
+    void submit(const ForwardBatch& batch, std::span<const RowSampling> rows);
+    void collect(std::vector<int32_t>& ids);
     // The graph for a pure decode step whose ids come back (every sequence one token), if it has one.
     std::optional<GraphKey> decode_graph_key(const ForwardBatch& batch, bool want_ids, bool sampled) const;
-    // Packs ids, positions, slots, logit rows, sequence boundaries and block tables into pinned memory;
-    // with a graph key, pads to key.batch one-token sequences (writing to the scratch block) and sizes
-    // the tables for key.kv_len tokens.
-    void fill_metadata(const ForwardBatch& batch, const std::optional<GraphKey>& key,
-                       std::span<const RowSampling> sampling, cuda::AttentionMetadata& m);
-    // Metadata copy, embedding and the layers.
+    // Packs ids, positions, slots, logit rows, sequence boundaries and block tables into the pinned
+    // `host_meta` and copies it to the device; with a graph key, pads to key.batch one-token sequences
+    // (writing to the scratch block) and sizes the tables for key.kv_len tokens.
+    void upload_metadata(const ForwardBatch& batch, const std::optional<GraphKey>& key,
+                         std::span<const RowSampling> sampling, const cuda::PinnedBuffer& host_meta,
+                         cuda::AttentionMetadata& m);
+    // Embedding (placeholder ids resolved from the last step's device ids) and the layers.
     void enqueue_layers(const cuda::AttentionMetadata& m);
     // Final norm and LM head of logit rows [begin, begin + n) into `logits`.
     void enqueue_lm_head(int begin, int n);
-    // The ids of logit rows [begin, begin + n) (sampled by the step's parameters, or argmax) to host_ids.
+    // The ids of logit rows [begin, begin + n) (sampled by the step's parameters, or argmax) into the
+    // device ids at `begin`.
     void enqueue_pick(int begin, int n, bool sampled);
     void run_layer(int layer, const cuda::AttentionMetadata& m, int num_tokens);
-    void run_decode_graph(const GraphKey& key, const cuda::AttentionMetadata& m);
-    void compute_logits(int num_rows, std::vector<float>* logits_out, bool sampled, std::vector<int32_t>* ids_out);
+    void enqueue_decode_graph(const GraphKey& key, const cuda::AttentionMetadata& m);
     bf16* k_cache(int layer) const { return ptr<bf16>(kv) + kv_layer_elems() * (2 * layer); }
     bf16* v_cache(int layer) const { return ptr<bf16>(kv) + kv_layer_elems() * (2 * layer + 1); }
     size_t kv_layer_elems() const {
@@ -155,7 +170,7 @@ Status CudaRunner::Impl::allocate() {
     HICHAT_RETURN_IF_ERROR(alloc(rows, static_cast<size_t>(max_logit_rows) * cfg.hidden_size * 4));
     HICHAT_RETURN_IF_ERROR(alloc(row_norm, static_cast<size_t>(max_logit_rows) * cfg.hidden_size * 2));
     HICHAT_RETURN_IF_ERROR(alloc(logits, static_cast<size_t>(max_logit_rows) * cfg.vocab_size * 4));
-    HICHAT_RETURN_IF_ERROR(alloc(ids, static_cast<size_t>(max_logit_rows) * 4));
+    HICHAT_RETURN_IF_ERROR(alloc(ids, t * 4));   // a step's ids, any number of logit rows
     const size_t sample_bytes = cuda::sample_rows_workspace_bytes(max_logit_rows, cfg.vocab_size);
     if (sample_bytes > 0) HICHAT_RETURN_IF_ERROR(alloc(sample_workspace, sample_bytes));
     HICHAT_RETURN_IF_ERROR(alloc(meta, meta_ints * 4));
@@ -171,9 +186,14 @@ Status CudaRunner::Impl::allocate() {
         b = std::move(r).value();
         return ok_status();
     };
-    HICHAT_RETURN_IF_ERROR(pinned(host_meta, meta_ints * 4));
     HICHAT_RETURN_IF_ERROR(pinned(host_logits, static_cast<size_t>(max_logit_rows) * cfg.vocab_size * 4));
-    HICHAT_RETURN_IF_ERROR(pinned(host_ids, static_cast<size_t>(max_logit_rows) * 4));
+    for (Slot& slot : slots) {
+        HICHAT_RETURN_IF_ERROR(pinned(slot.meta, meta_ints * 4));
+        HICHAT_RETURN_IF_ERROR(pinned(slot.ids, t * 4));
+        auto event = cuda::CudaEvent::create();
+        if (!event.ok()) return event.status();
+        slot.done = std::move(event).value();
+    }
 
     // The KV pool takes what is left (or what the config asks for).
     const size_t block_bytes = static_cast<size_t>(config.kv_block_size_tokens) * kv_width * 2 * 2 * cfg.num_layers;
@@ -207,8 +227,9 @@ std::optional<GraphKey> CudaRunner::Impl::decode_graph_key(const ForwardBatch& b
     return GraphKey{graph_batch_bucket(n), kv_len, sampled};
 }
 
-void CudaRunner::Impl::fill_metadata(const ForwardBatch& batch, const std::optional<GraphKey>& key,
-                                     std::span<const RowSampling> sampling, cuda::AttentionMetadata& m) {
+void CudaRunner::Impl::upload_metadata(const ForwardBatch& batch, const std::optional<GraphKey>& key,
+                                       std::span<const RowSampling> sampling, const cuda::PinnedBuffer& host_meta,
+                                       cuda::AttentionMetadata& m) {
     const int bs = config.kv_block_size_tokens;
     const int num_real = static_cast<int>(batch.seqs.size());
     const int num_seqs = key ? key->batch : num_real;
@@ -244,7 +265,9 @@ void CudaRunner::Impl::fill_metadata(const ForwardBatch& batch, const std::optio
         CHECK_LE(static_cast<int>(seq.block_table.size()), max_blocks_per_seq);
         for (int i = 0; i < n; ++i, ++t) {
             const int pos = seq.pos0 + i;
-            h[layout.ids + t] = seq.tokens[static_cast<size_t>(i)];
+            const int32_t token = seq.tokens[static_cast<size_t>(i)];
+            CHECK(token < cfg.vocab_size && -token <= last_submitted_rows) << "token " << token;
+            h[layout.ids + t] = token;
             h[layout.positions + t] = pos;
             h[layout.slots + t] = seq.block_table[static_cast<size_t>(pos / bs)] * bs + pos % bs;
             if (seq.all_logits || i == n - 1) h[layout.logit_rows + r++] = t;
@@ -272,12 +295,12 @@ void CudaRunner::Impl::fill_metadata(const ForwardBatch& batch, const std::optio
     m.num_seqs = num_seqs;
     m.num_tokens = t;
     m.max_blocks_per_seq = stride;
+    CUDA_CHECK(cudaMemcpyAsync(meta.data(), host_meta.data(), layout.total * 4, cudaMemcpyHostToDevice, stream));
 }
 
 void CudaRunner::Impl::enqueue_layers(const cuda::AttentionMetadata& m) {
-    CUDA_CHECK(cudaMemcpyAsync(meta.data(), host_meta.data(), layout.total * 4, cudaMemcpyHostToDevice, stream));
-    CUDA_CHECK(cuda::embedding(device_meta(layout.ids), m.num_tokens, ptr<bf16>(weights.embed), cfg.hidden_size,
-                               ptr<float>(x), stream));
+    CUDA_CHECK(cuda::embedding(device_meta(layout.ids), ptr<int32_t>(ids), m.num_tokens, ptr<bf16>(weights.embed),
+                               cfg.hidden_size, ptr<float>(x), stream));
     for (int layer = 0; layer < cfg.num_layers; ++layer) run_layer(layer, m, m.num_tokens);
 }
 
@@ -310,9 +333,13 @@ void CudaRunner::Impl::run_layer(int layer, const cuda::AttentionMetadata& m, in
     CUDA_CHECK(gemm.run(ptr<bf16>(attn), ptr<bf16>(w.o_proj), x.data(), cuda::GemmOut::kF32, t, hidden,
                         static_cast<int>(q_width), true, stream));
     CUDA_CHECK(cuda::rms_norm(ptr<float>(x), t, hidden, ptr<bf16>(w.ffn_norm), cfg.rms_norm_eps, ptr<bf16>(h), stream));
-    CUDA_CHECK(gemm.run(ptr<bf16>(h), ptr<bf16>(w.gate_up), gate_up.data(), cuda::GemmOut::kBf16, t, 2 * inter, hidden,
-                        false, stream));
-    CUDA_CHECK(cuda::silu_mul(ptr<bf16>(gate_up), t, inter, ptr<bf16>(act), stream));
+    if (t == 1 && cuda::gemv_applies(h.data(), w.gate_up.data(), act.data(), 1, hidden)) {   // SwiGLU in the GEMV
+        CUDA_CHECK(cuda::gemv_silu_mul(ptr<bf16>(h), ptr<bf16>(w.gate_up), ptr<bf16>(act), inter, hidden, stream));
+    } else {
+        CUDA_CHECK(gemm.run(ptr<bf16>(h), ptr<bf16>(w.gate_up), gate_up.data(), cuda::GemmOut::kBf16, t, 2 * inter,
+                            hidden, false, stream));
+        CUDA_CHECK(cuda::silu_mul(ptr<bf16>(gate_up), t, inter, ptr<bf16>(act), stream));
+    }
     CUDA_CHECK(gemm.run(ptr<bf16>(act), ptr<bf16>(w.down), x.data(), cuda::GemmOut::kF32, t, hidden, inter, true, stream));
 }
 
@@ -327,42 +354,19 @@ void CudaRunner::Impl::enqueue_lm_head(int begin, int n) {
 }
 
 void CudaRunner::Impl::enqueue_pick(int begin, int n, bool sampled) {
+    int32_t* out = ptr<int32_t>(ids) + begin;
     if (sampled) {
         const auto* params = reinterpret_cast<const cuda::SampleRowParams*>(device_meta(layout.sampling)) + begin;
-        CUDA_CHECK(cuda::sample_rows(ptr<float>(logits), n, cfg.vocab_size, params, ptr<int32_t>(ids),
-                                     sample_workspace.data(), sample_workspace.num_bytes(), stream));
+        CUDA_CHECK(cuda::sample_rows(ptr<float>(logits), n, cfg.vocab_size, params, out, sample_workspace.data(),
+                                     sample_workspace.num_bytes(), stream));
     } else {
-        CUDA_CHECK(cuda::argmax_rows(ptr<float>(logits), n, cfg.vocab_size, ptr<int32_t>(ids), stream));
-    }
-    CUDA_CHECK(cudaMemcpyAsync(host_ids.data(), ids.data(), static_cast<size_t>(n) * 4, cudaMemcpyDeviceToHost, stream));
-}
-
-// LM head over the rows that need logits, max_logit_rows at a time; copies the logits (or only the
-// chosen ids) back to the host.
-void CudaRunner::Impl::compute_logits(int num_rows, std::vector<float>* logits_out, bool sampled,
-                                      std::vector<int32_t>* ids_out) {
-    const int vocab = cfg.vocab_size;
-    if (logits_out != nullptr) logits_out->resize(static_cast<size_t>(num_rows) * vocab);
-    if (ids_out != nullptr) ids_out->resize(static_cast<size_t>(num_rows));
-    for (int begin = 0; begin < num_rows; begin += max_logit_rows) {
-        const int n = std::min(max_logit_rows, num_rows - begin);
-        enqueue_lm_head(begin, n);
-        if (ids_out != nullptr) {
-            enqueue_pick(begin, n, sampled);
-            CUDA_CHECK(cudaStreamSynchronize(stream));
-            std::memcpy(ids_out->data() + begin, host_ids.data(), static_cast<size_t>(n) * 4);
-            continue;
-        }
-        const size_t bytes = static_cast<size_t>(n) * vocab * 4;
-        CUDA_CHECK(cudaMemcpyAsync(host_logits.data(), logits.data(), bytes, cudaMemcpyDeviceToHost, stream));
-        CUDA_CHECK(cudaStreamSynchronize(stream));
-        std::memcpy(logits_out->data() + static_cast<size_t>(begin) * vocab, host_logits.data(), bytes);
+        CUDA_CHECK(cuda::argmax_rows(ptr<float>(logits), n, cfg.vocab_size, out, stream));
     }
 }
 
 // The first step of a key runs eagerly (cuBLASLt plans made, kernels loaded); the second captures the
-// graph; from then on a step is one graph launch. The ids land in host_ids.
-void CudaRunner::Impl::run_decode_graph(const GraphKey& key, const cuda::AttentionMetadata& m) {
+// graph; from then on a step is one graph launch.
+void CudaRunner::Impl::enqueue_decode_graph(const GraphKey& key, const cuda::AttentionMetadata& m) {
     auto enqueue = [&] {
         enqueue_layers(m);
         enqueue_lm_head(0, key.batch);
@@ -370,34 +374,75 @@ void CudaRunner::Impl::run_decode_graph(const GraphKey& key, const cuda::Attenti
     };
     auto it = graphs.find(key);
     if (it == graphs.end()) {
-        if (warmed.insert(key).second) {
-            enqueue();
-            CUDA_CHECK(cudaStreamSynchronize(stream));
-            return;
-        }
+        if (warmed.insert(key).second) return enqueue();
         auto graph = cuda::CudaGraph::capture(stream, enqueue);
         CHECK(graph.ok()) << graph.status().message();
         it = graphs.emplace(key, std::move(graph).value()).first;
     }
     CUDA_CHECK(it->second.launch(stream));
-    CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 
-void CudaRunner::Impl::forward(const ForwardBatch& batch, std::vector<float>* logits_out,
-                               std::span<const RowSampling> sampling, std::vector<int32_t>* ids_out) {
-    const bool sampled = !sampling.empty();
-    const std::optional<GraphKey> key =
-        config.use_cuda_graphs ? decode_graph_key(batch, ids_out != nullptr, sampled) : std::nullopt;
-    cuda::AttentionMetadata m;
-    fill_metadata(batch, key, sampling, m);
-    if (key) {
-        run_decode_graph(*key, m);
-        const auto* got = static_cast<const int32_t*>(host_ids.data());
-        ids_out->assign(got, got + batch.seqs.size());
+void CudaRunner::Impl::submit(const ForwardBatch& batch, std::span<const RowSampling> rows) {
+    CHECK_LT(num_outstanding, 2) << "submit() with two steps outstanding";
+    const int num_rows = static_cast<int>(batch.num_logit_rows());
+    CHECK_EQ(static_cast<int>(rows.size()), num_rows);
+    const bool sampled = std::any_of(rows.begin(), rows.end(), [](const RowSampling& r) { return r.temperature > 0; });
+    if (!sampled) rows = {};
+    Slot& slot = slots[static_cast<size_t>(next_slot)];
+    if (batch.seqs.empty()) {   // nothing to run; the slot still answers one collect()
+        slot.num_rows = 0;
+        CUDA_CHECK(slot.done.record(stream));
+        next_slot ^= 1;
+        ++num_outstanding;
         return;
     }
+    const std::optional<GraphKey> key = config.use_cuda_graphs ? decode_graph_key(batch, true, sampled) : std::nullopt;
+    cuda::AttentionMetadata m;
+    upload_metadata(batch, key, rows, slot.meta, m);
+    if (key) {
+        enqueue_decode_graph(*key, m);
+    } else {
+        enqueue_layers(m);
+        for (int begin = 0; begin < num_rows; begin += max_logit_rows) {
+            const int n = std::min(max_logit_rows, num_rows - begin);
+            enqueue_lm_head(begin, n);
+            enqueue_pick(begin, n, sampled);
+        }
+    }
+    CUDA_CHECK(cudaMemcpyAsync(slot.ids.data(), ids.data(), static_cast<size_t>(num_rows) * 4, cudaMemcpyDeviceToHost,
+                               stream));
+    CUDA_CHECK(slot.done.record(stream));
+    slot.num_rows = num_rows;
+    last_submitted_rows = num_rows;
+    next_slot ^= 1;
+    ++num_outstanding;
+}
+
+void CudaRunner::Impl::collect(std::vector<int32_t>& out) {
+    CHECK_GT(num_outstanding, 0) << "collect() with no step outstanding";
+    const Slot& slot = slots[static_cast<size_t>(num_outstanding == 2 ? next_slot : next_slot ^ 1)];
+    CUDA_CHECK(slot.done.synchronize());
+    const auto* got = static_cast<const int32_t*>(slot.ids.data());
+    out.assign(got, got + slot.num_rows);
+    --num_outstanding;
+}
+
+// LM head over the rows that need logits, max_logit_rows at a time, each copied back to the host.
+void CudaRunner::Impl::forward(const ForwardBatch& batch, std::vector<float>& logits_out) {
+    CHECK_EQ(num_outstanding, 0) << "forward() with a submitted step outstanding";
+    cuda::AttentionMetadata m;
+    upload_metadata(batch, std::nullopt, {}, slots[static_cast<size_t>(next_slot)].meta, m);
     enqueue_layers(m);
-    compute_logits(static_cast<int>(batch.num_logit_rows()), logits_out, sampled, ids_out);
+    const int vocab = cfg.vocab_size, num_rows = static_cast<int>(batch.num_logit_rows());
+    logits_out.resize(static_cast<size_t>(num_rows) * vocab);
+    for (int begin = 0; begin < num_rows; begin += max_logit_rows) {
+        const int n = std::min(max_logit_rows, num_rows - begin);
+        enqueue_lm_head(begin, n);
+        const size_t bytes = static_cast<size_t>(n) * vocab * 4;
+        CUDA_CHECK(cudaMemcpyAsync(host_logits.data(), logits.data(), bytes, cudaMemcpyDeviceToHost, stream));
+        CUDA_CHECK(cudaStreamSynchronize(stream));
+        std::memcpy(logits_out.data() + static_cast<size_t>(begin) * vocab, host_logits.data(), bytes);
+    }
 }
 
 Result<std::unique_ptr<CudaRunner>> CudaRunner::create(const model::Checkpoint& checkpoint,
@@ -423,17 +468,17 @@ CudaRunner::~CudaRunner() {
 const model::ModelConfig& CudaRunner::model_config() const { return impl_->cfg; }
 int CudaRunner::num_kv_blocks() const { return impl_->num_blocks; }
 int CudaRunner::kv_block_size_tokens() const { return impl_->config.kv_block_size_tokens; }
-void CudaRunner::forward(const ForwardBatch& batch, std::vector<float>& logits) {
-    impl_->forward(batch, &logits, {}, nullptr);
-}
+void CudaRunner::forward(const ForwardBatch& batch, std::vector<float>& logits) { impl_->forward(batch, logits); }
 void CudaRunner::forward_argmax(const ForwardBatch& batch, std::vector<int32_t>& ids) {
-    impl_->forward(batch, nullptr, {}, &ids);
+    greedy_rows_.assign(static_cast<size_t>(batch.num_logit_rows()), RowSampling{});
+    forward_sample(batch, greedy_rows_, ids);
 }
 void CudaRunner::forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows,
                                 std::vector<int32_t>& ids) {
-    CHECK_EQ(static_cast<int64_t>(rows.size()), batch.num_logit_rows());
-    if (rows.empty()) return ids.clear();
-    impl_->forward(batch, nullptr, rows, &ids);
+    submit(batch, rows);
+    collect(ids);
 }
+void CudaRunner::submit(const ForwardBatch& batch, std::span<const RowSampling> rows) { impl_->submit(batch, rows); }
+void CudaRunner::collect(std::vector<int32_t>& ids) { impl_->collect(ids); }
 
 }  // namespace hichat::executor

@@ -42,11 +42,17 @@ public:
     bool samples_on_device() const override { return true; }
     void forward_sample(const ForwardBatch& batch, std::span<const RowSampling> rows,
                         std::vector<int32_t>& ids) override;
+    // Pipelined steps: submit() enqueues the step (metadata copy, graph or kernels, ids copy into one
+    // of two pinned slots) and returns; placeholder tokens read the previous step's ids on the device.
+    bool runs_async() const override { return true; }
+    void submit(const ForwardBatch& batch, std::span<const RowSampling> rows) override;
+    void collect(std::vector<int32_t>& ids) override;
 
 private:
     struct Impl;
     explicit CudaRunner(std::unique_ptr<Impl> impl);
     std::unique_ptr<Impl> impl_;
+    std::vector<RowSampling> greedy_rows_;   // forward_argmax's rows
 };
 
 }  // namespace hichat::executor

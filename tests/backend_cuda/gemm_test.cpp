@@ -107,6 +107,27 @@ TEST_F(GemmTest, DecodeRowsMatchCpuThroughGemvAndCublas) {
     EXPECT_FALSE(gemv_applies(reinterpret_cast<void*>(256), reinterpret_cast<void*>(512), reinterpret_cast<void*>(64), 1, 4100));
 }
 
+// The fused gate/up GEMV with SwiGLU equals gemv to bf16 then silu_mul, bit for bit: same per-row
+// sums, same roundings.
+TEST_F(GemmTest, GemvSiluMulEqualsGemvThenSiluMul) {
+    for (const auto [inter, k] : {std::pair{1, 8}, {7, 24}, {111, 2048}, {989, 4104}, {3584, 4096}}) {
+        const uint32_t seed = fresh_seed();
+        SCOPED_TRACE(::testing::Message() << "intermediate " << inter << " k " << k << " seed " << seed);
+        std::mt19937 rng(seed);
+        const auto a = to_bf16(random_floats(rng, static_cast<size_t>(k)));
+        const auto w = to_bf16(random_floats(rng, size_t{2} * inter * k));
+        DeviceBuffer d_a = upload(a), d_w = upload(w), d_gate_up = poisoned(size_t{4} * inter),
+                     d_ref = poisoned(size_t{2} * inter), d_out = poisoned(size_t{2} * inter);
+        ASSERT_EQ(gemv(d_a.as<bf16>(), d_w.as<bf16>(), d_gate_up.data(), false, 1, 2 * inter, k, false, nullptr),
+                  cudaSuccess);
+        ASSERT_EQ(silu_mul(d_gate_up.as<bf16>(), 1, inter, d_ref.as<bf16>(), nullptr), cudaSuccess);
+        ASSERT_EQ(gemv_silu_mul(d_a.as<bf16>(), d_w.as<bf16>(), d_out.as<bf16>(), inter, k, nullptr), cudaSuccess);
+        const auto ref = download<uint16_t>(d_ref, static_cast<size_t>(inter));
+        EXPECT_EQ(download<uint16_t>(d_out, static_cast<size_t>(inter)), ref);
+        EXPECT_EQ(count_nan(from_bf16(ref)), 0u);
+    }
+}
+
 TEST_F(GemmTest, RejectsBf16Accumulate) {
     Gemm gemm;
     EXPECT_EQ(gemm.run(nullptr, nullptr, nullptr, GemmOut::kBf16, 4, 4, 4, true, nullptr), cudaErrorInvalidValue);

@@ -16,7 +16,7 @@ constexpr int kRows[] = {1, 7, 19, 111, 989};
 
 class SmallOpsTest : public CudaTest {};
 
-TEST_F(SmallOpsTest, EmbeddingIsExact) {
+TEST_F(SmallOpsTest, EmbeddingIsExactAndResolvesPreviousStepIds) {
     for (int hidden : {64, 100, 1024}) {
         for (int rows : kRows) {
             const uint32_t seed = fresh_seed();
@@ -24,13 +24,21 @@ TEST_F(SmallOpsTest, EmbeddingIsExact) {
             std::mt19937 rng(seed);
             const int vocab = 1000;
             const auto table = to_bf16(random_floats(rng, size_t{1} * vocab * hidden, -3.0f, 3.0f));
-            std::vector<int32_t> ids(rows);
-            for (int32_t& id : ids) id = static_cast<int32_t>(rng() % vocab);
+            // Every third id is a placeholder -(j + 1) for prev_ids[j], the previous step's choice.
+            std::vector<int32_t> ids(rows), prev_ids(7), resolved(rows);
+            for (int32_t& id : prev_ids) id = static_cast<int32_t>(rng() % vocab);
+            for (int i = 0; i < rows; ++i) {
+                const int j = static_cast<int>(rng() % prev_ids.size());
+                ids[i] = i % 3 == 2 ? -(j + 1) : static_cast<int32_t>(rng() % vocab);
+                resolved[i] = ids[i] < 0 ? prev_ids[j] : ids[i];
+            }
             std::vector<float> ref(size_t{1} * rows * hidden);
-            cpu::embedding(ids.data(), rows, bf16_weight(table, {vocab, hidden}), ref.data());
+            cpu::embedding(resolved.data(), rows, bf16_weight(table, {vocab, hidden}), ref.data());
 
-            DeviceBuffer d_ids = upload(ids), d_table = upload(table), d_out = poisoned(ref.size() * 4);
-            ASSERT_EQ(embedding(d_ids.as<int32_t>(), rows, d_table.as<bf16>(), hidden, d_out.as<float>(), nullptr),
+            DeviceBuffer d_ids = upload(ids), d_prev = upload(prev_ids), d_table = upload(table),
+                         d_out = poisoned(ref.size() * 4);
+            ASSERT_EQ(embedding(d_ids.as<int32_t>(), d_prev.as<int32_t>(), rows, d_table.as<bf16>(), hidden,
+                                d_out.as<float>(), nullptr),
                       cudaSuccess);
             EXPECT_EQ(download<float>(d_out, ref.size()), ref);
         }

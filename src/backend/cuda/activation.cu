@@ -9,10 +9,10 @@ using kernels::Bf16x8;
 
 constexpr int kThreads = 256;
 
-__device__ __forceinline__ float silu(float g) { return g / (1.0f + __expf(-g)); }
-
 // grid (ceil(intermediate / (8 * kThreads)), num_tokens) for vec, else (ceil(intermediate / kThreads), T).
 __global__ void silu_mul_kernel(const bf16* gate_up, int intermediate, bf16* out, bool vec) {
+    kernels::pdl_launch_dependents();
+    kernels::pdl_wait();
     const int64_t t = blockIdx.y;
     const bf16* gate = gate_up + t * 2 * intermediate;
     const bf16* up = gate + intermediate;
@@ -24,11 +24,11 @@ __global__ void silu_mul_kernel(const bf16* gate_up, int intermediate, bf16* out
         kernels::bf16x8_to_float(reinterpret_cast<const Bf16x8*>(gate)[i], g);
         kernels::bf16x8_to_float(reinterpret_cast<const Bf16x8*>(up)[i], u);
 #pragma unroll
-        for (int j = 0; j < 8; ++j) y[j] = silu(g[j]) * u[j];
+        for (int j = 0; j < 8; ++j) y[j] = kernels::silu(g[j]) * u[j];
         reinterpret_cast<Bf16x8*>(dst)[i] = kernels::float_to_bf16x8(y);
     } else {
         if (i >= intermediate) return;
-        dst[i] = __float2bfloat16(silu(__bfloat162float(gate[i])) * __bfloat162float(up[i]));
+        dst[i] = __float2bfloat16(kernels::silu(__bfloat162float(gate[i])) * __bfloat162float(up[i]));
     }
 }
 
@@ -41,8 +41,7 @@ cudaError_t silu_mul(const bf16* gate_up, int num_tokens, int intermediate, bf16
     const bool vec = intermediate % 8 == 0 && kernels::host_aligned16(gate_up) && kernels::host_aligned16(out);
     const int num_items = vec ? intermediate / 8 : intermediate;
     const dim3 grid(kernels::ceil_div(num_items, kThreads), num_tokens);
-    silu_mul_kernel<<<grid, kThreads, 0, stream>>>(gate_up, intermediate, out, vec);
-    return cudaGetLastError();
+    return kernels::launch_pdl(silu_mul_kernel, grid, dim3(kThreads), 0, stream, gate_up, intermediate, out, vec);
 }
 
 }  // namespace hichat::cuda

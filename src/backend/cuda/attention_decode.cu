@@ -337,6 +337,8 @@ __device__ void merge_and_store(const float* merge_o, const float* merge_ml, con
 template <int D>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) decode_kernel(AttnArgs a, DecodeSplit split) {
     extern __shared__ __align__(128) unsigned char smem_raw[];
+    kernels::pdl_launch_dependents();
+    kernels::pdl_wait();
     const int s = blockIdx.x;
     DecodeWork w;
     w.token = a.cu_seqlens_q[s];
@@ -370,6 +372,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) decode_kernel(AttnA
 // partial load is independent of the others, so they overlap instead of waiting on each other.
 __global__ void combine_kernel(AttnArgs a, DecodeSplit split) {
     __shared__ float weight_s[kMaxCombineSplits];
+    kernels::pdl_launch_dependents();
+    kernels::pdl_wait();
     const int s = blockIdx.x;
     const int token = a.cu_seqlens_q[s];
     if (a.cu_seqlens_q[s + 1] == token) return;
@@ -417,11 +421,9 @@ cudaError_t launch_decode_d(const AttnArgs& a, const DecodeSplit& split, cudaStr
     const int group_size = a.num_heads / a.num_kv_heads;
     const int num_row_groups = (group_size + kRows - 1) / kRows;
     const dim3 grid(a.num_seqs, a.num_kv_heads * num_row_groups, split.num_splits);
-    decode_kernel<D><<<grid, kThreads, kSmem, stream>>>(a, split);
-    err = cudaGetLastError();
+    err = kernels::launch_pdl(decode_kernel<D>, grid, dim3(kThreads), kSmem, stream, a, split);
     if (err != cudaSuccess || split.num_splits == 1) return err;
-    combine_kernel<<<dim3(a.num_seqs, a.num_heads), D, 0, stream>>>(a, split);
-    return cudaGetLastError();
+    return kernels::launch_pdl(combine_kernel, dim3(a.num_seqs, a.num_heads), dim3(D), 0, stream, a, split);
 }
 
 }  // namespace

@@ -11,9 +11,11 @@ using kernels::Bf16x8;
 constexpr int kRowThreads = 256;
 
 // out[row, :] = float(table[ids[row], :]).   vec: hidden % 8 == 0 and 16-byte aligned table/out rows.
-__global__ void embedding_kernel(const int32_t* ids, const bf16* table, int hidden, float* out, bool vec) {
+__global__ void embedding_kernel(const int32_t* ids, const int32_t* prev_ids, const bf16* table, int hidden,
+                                 float* out, bool vec) {
     const int row = blockIdx.x;
-    const bf16* src = table + static_cast<int64_t>(ids[row]) * hidden;
+    const int32_t id = ids[row] >= 0 ? ids[row] : prev_ids[-ids[row] - 1];
+    const bf16* src = table + static_cast<int64_t>(id) * hidden;
     float* dst = out + static_cast<int64_t>(row) * hidden;
     if (vec) {
         for (int c = threadIdx.x; c < hidden / 8; c += blockDim.x) {
@@ -31,6 +33,8 @@ __global__ void embedding_kernel(const int32_t* ids, const bf16* table, int hidd
 // out = bf16(w * (x * inv_rms)) in the order of the CPU reference. vec: dim % 4 == 0, aligned rows.
 __global__ void rms_norm_kernel(const float* x, int dim, const bf16* w, float eps, bf16* out, bool vec) {
     __shared__ float scratch[32];
+    kernels::pdl_launch_dependents();
+    kernels::pdl_wait();
     const int row = blockIdx.x;
     const float* xr = x + static_cast<int64_t>(row) * dim;
     bf16* yr = out + static_cast<int64_t>(row) * dim;
@@ -62,6 +66,8 @@ __global__ void rms_norm_kernel(const float* x, int dim, const bf16* w, float ep
 }
 
 __global__ void gather_rows_kernel(const float* x, const int32_t* rows, int dim, float* out, bool vec) {
+    kernels::pdl_launch_dependents();
+    kernels::pdl_wait();
     const float* src = x + static_cast<int64_t>(rows[blockIdx.x]) * dim;
     float* dst = out + static_cast<int64_t>(blockIdx.x) * dim;
     if (vec) {
@@ -80,11 +86,11 @@ __global__ void add_bias_kernel(bf16* x, const bf16* bias, int cols) {
 
 }  // namespace
 
-cudaError_t embedding(const int32_t* ids, int num_tokens, const bf16* table, int hidden, float* out,
-                      cudaStream_t stream) {
+cudaError_t embedding(const int32_t* ids, const int32_t* prev_ids, int num_tokens, const bf16* table, int hidden,
+                      float* out, cudaStream_t stream) {
     if (num_tokens <= 0 || hidden <= 0) return num_tokens < 0 || hidden < 0 ? cudaErrorInvalidValue : cudaSuccess;
     const bool vec = hidden % 8 == 0 && kernels::host_aligned16(table) && kernels::host_aligned16(out);
-    embedding_kernel<<<num_tokens, kRowThreads, 0, stream>>>(ids, table, hidden, out, vec);
+    embedding_kernel<<<num_tokens, kRowThreads, 0, stream>>>(ids, prev_ids, table, hidden, out, vec);
     return cudaGetLastError();
 }
 
@@ -93,15 +99,13 @@ cudaError_t rms_norm(const float* x, int rows, int dim, const bf16* w, float eps
     // float4 of x, two bf16x2 of w and out: 16-byte x rows, 8-byte w and out rows.
     const bool vec = dim % 4 == 0 && kernels::host_aligned16(x) && (reinterpret_cast<uintptr_t>(w) % 8) == 0 &&
                      (reinterpret_cast<uintptr_t>(out) % 8) == 0;
-    rms_norm_kernel<<<rows, kRowThreads, 0, stream>>>(x, dim, w, eps, out, vec);
-    return cudaGetLastError();
+    return kernels::launch_pdl(rms_norm_kernel, dim3(rows), dim3(kRowThreads), 0, stream, x, dim, w, eps, out, vec);
 }
 
 cudaError_t gather_rows(const float* x, const int32_t* rows, int num_rows, int dim, float* out, cudaStream_t stream) {
     if (num_rows <= 0 || dim <= 0) return num_rows < 0 || dim < 0 ? cudaErrorInvalidValue : cudaSuccess;
     const bool vec = dim % 4 == 0 && kernels::host_aligned16(x) && kernels::host_aligned16(out);
-    gather_rows_kernel<<<num_rows, kRowThreads, 0, stream>>>(x, rows, dim, out, vec);
-    return cudaGetLastError();
+    return kernels::launch_pdl(gather_rows_kernel, dim3(num_rows), dim3(kRowThreads), 0, stream, x, rows, dim, out, vec);
 }
 
 cudaError_t add_bias_bf16(bf16* x, const bf16* bias, int rows, int cols, cudaStream_t stream) {

@@ -1,9 +1,12 @@
 // gemv: d[n] (+)= W[n, k] a[k] for a one-token step, where the weight read is everything: each warp
-// streams kRowsPerWarp weight rows with 16-byte loads, kUnroll in flight per lane and row, and
-// reduces across the warp. One kernel instance; fp32 accumulation. (Measured on the H200 against
-// cuBLASLt at m = 1: 2.55 vs 2.33 TB/s at 6144 x 4096, 3.46 vs 3.15 at 4096 x 14336, 4.03 vs 4.13
-// at 128256 x 4096; at m = 4 and 8 cuBLASLt wins, hence m == 1 only. A block-wide k split with
-// programmatic dependent launch measured slower: 2.09 / 2.61 / 3.27 TB/s.)
+// streams its weight rows with 16-byte loads, many in flight per lane, and reduces across the warp;
+// fp32 accumulation. Two instances: one row per warp with 16 loads in flight (plain products) and two
+// rows with 8 (the fused gate/up + SwiGLU, whose rows come in pairs).
+// Measured on the H200 (cuda_ops_bench, TB/s of weights; one machine, 2026-11-30): 6144 x 4096 2.72,
+// 4096 x 14336 3.15, 128256 x 4096 4.22, against 2.64 / 2.74 / 4.14 for the earlier two rows x 4
+// loads and cuBLASLt's 2.0 / 2.9 / 4.0 at m = 1 (another machine); at m = 4 and 8 cuBLASLt wins, hence
+// m == 1 only. Tried and dropped: a block-wide k split; an L2 bulk prefetch or the first weight loads
+// issued before pdl_wait(); an early PDL trigger (all slower).
 #include "backend/cuda/kernel_util.cuh"
 #include "backend/cuda/ops.h"
 
@@ -14,10 +17,6 @@ using kernels::Bf16x8;
 
 constexpr int kThreads = 256;
 constexpr int kWarpsPerBlock = kThreads / 32;
-constexpr int kRowsPerWarp = 2;
-constexpr int kUnroll = 4;   // 16-byte weight loads in flight per lane and row
-constexpr int kMaxRows = 1;  // activation rows
-
 // A weight load: read once, never reused, so it bypasses L1 (read-only path).
 __device__ __forceinline__ Bf16x8 load_weight(const Bf16x8* p) {
     const int4 v = __ldg(reinterpret_cast<const int4*>(p));
@@ -34,68 +33,78 @@ __device__ __forceinline__ void fma8(float& acc, const Bf16x8& w, const Bf16x8& 
     }
 }
 
-// grid: ceil(n / (kWarpsPerBlock * kRowsPerWarp)) blocks. k % 8 == 0, all pointers 16-byte aligned.
+// grid: ceil(n / (kWarpsPerBlock * kRows)) blocks; each warp streams kRows weight rows with kUnroll
+// 16-byte loads in flight per lane and row. k % 8 == 0, all pointers 16-byte aligned.
+// With silu_stride > 0 (kRows == 2; w is the fused gate/up weight [2 * silu_stride, k], n = silu_stride,
+// grid ceil(n / kWarpsPerBlock)) a warp's rows are the gate row j and the up row j + silu_stride, and it
+// writes bf16(silu(g) * u) of the bf16-rounded g and u: the SwiGLU of silu_mul() without the round trip
+// through memory.
+// Launched with programmatic dependent launch; the next kernel may start once every warp is past its
+// weight stream (an earlier trigger, and loading weights before pdl_wait(), measured slower).
+template <int kRows, int kUnroll>
 __global__ void __launch_bounds__(kThreads) gemv_kernel(const bf16* __restrict__ a, const bf16* __restrict__ w,
-                                                        void* __restrict__ d, int m, int n, int k, bool f32_out,
-                                                        bool accumulate) {
+                                                        void* __restrict__ d, int n, int k, bool f32_out,
+                                                        bool accumulate, int silu_stride) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int row0 = (blockIdx.x * kWarpsPerBlock + warp) * kRowsPerWarp;
+    const int row0 = (blockIdx.x * kWarpsPerBlock + warp) * (silu_stride > 0 ? 1 : kRows);
     if (row0 >= n) return;
     const int k8 = k / 8;
-    const Bf16x8* w_rows[kRowsPerWarp];
+    const Bf16x8* w_rows[kRows];
 #pragma unroll
-    for (int r = 0; r < kRowsPerWarp; ++r)
-        w_rows[r] = reinterpret_cast<const Bf16x8*>(w + static_cast<int64_t>(min(row0 + r, n - 1)) * k);
-    const Bf16x8* a_rows = reinterpret_cast<const Bf16x8*>(a);
+    for (int r = 0; r < kRows; ++r) {
+        const int row = silu_stride > 0 ? row0 + r * silu_stride : min(row0 + r, n - 1);
+        w_rows[r] = reinterpret_cast<const Bf16x8*>(w + static_cast<int64_t>(row) * k);
+    }
+    const Bf16x8* x = reinterpret_cast<const Bf16x8*>(a);
+    kernels::pdl_wait();
 
-    float acc[kRowsPerWarp][kMaxRows] = {};
+    float acc[kRows] = {};
     int c = lane;
     for (; c + 32 * (kUnroll - 1) < k8; c += 32 * kUnroll) {
-        Bf16x8 wv[kRowsPerWarp][kUnroll];
+        Bf16x8 wv[kRows][kUnroll];
 #pragma unroll
-        for (int r = 0; r < kRowsPerWarp; ++r)
+        for (int r = 0; r < kRows; ++r)
 #pragma unroll
             for (int u = 0; u < kUnroll; ++u) wv[r][u] = load_weight(&w_rows[r][c + 32 * u]);
 #pragma unroll
-        for (int j = 0; j < kMaxRows; ++j) {
-            if (j >= m) break;
+        for (int u = 0; u < kUnroll; ++u) {
+            const Bf16x8 av = x[c + 32 * u];
 #pragma unroll
-            for (int u = 0; u < kUnroll; ++u) {
-                const Bf16x8 av = a_rows[static_cast<int64_t>(j) * k8 + c + 32 * u];
-#pragma unroll
-                for (int r = 0; r < kRowsPerWarp; ++r) fma8(acc[r][j], wv[r][u], av);
-            }
+            for (int r = 0; r < kRows; ++r) fma8(acc[r], wv[r][u], av);
         }
     }
     for (; c < k8; c += 32) {
-        Bf16x8 wv[kRowsPerWarp];
+        const Bf16x8 av = x[c];
 #pragma unroll
-        for (int r = 0; r < kRowsPerWarp; ++r) wv[r] = load_weight(&w_rows[r][c]);
-#pragma unroll
-        for (int j = 0; j < kMaxRows; ++j) {
-            if (j >= m) break;
-            const Bf16x8 av = a_rows[static_cast<int64_t>(j) * k8 + c];
-#pragma unroll
-            for (int r = 0; r < kRowsPerWarp; ++r) fma8(acc[r][j], wv[r], av);
-        }
+        for (int r = 0; r < kRows; ++r) fma8(acc[r], load_weight(&w_rows[r][c]), av);
+    }
+    kernels::pdl_launch_dependents();
+    if (silu_stride > 0) {
+        const float g = kernels::warp_sum(acc[0]), u = kernels::warp_sum(acc[kRows - 1]);
+        const float g16 = __bfloat162float(__float2bfloat16(g)), u16 = __bfloat162float(__float2bfloat16(u));
+        if (lane == 0) static_cast<bf16*>(d)[row0] = __float2bfloat16(kernels::silu(g16) * u16);
+        return;
     }
 #pragma unroll
-    for (int r = 0; r < kRowsPerWarp; ++r) {
-#pragma unroll
-        for (int j = 0; j < kMaxRows; ++j) {
-            if (j >= m) break;
-            const float sum = kernels::warp_sum(acc[r][j]);
-            const int row = row0 + r;
-            if (lane != 0 || row >= n) continue;
-            const int64_t at = static_cast<int64_t>(j) * n + row;
-            if (f32_out) {
-                float* out = static_cast<float*>(d);
-                out[at] = accumulate ? out[at] + sum : sum;
-            } else {
-                static_cast<bf16*>(d)[at] = __float2bfloat16(sum);
-            }
+    for (int r = 0; r < kRows; ++r) {
+        const float sum = kernels::warp_sum(acc[r]);
+        const int row = row0 + r;
+        if (lane != 0 || row >= n) continue;
+        if (f32_out) {
+            float* out = static_cast<float*>(d);
+            out[row] = accumulate ? out[row] + sum : sum;
+        } else {
+            static_cast<bf16*>(d)[row] = __float2bfloat16(sum);
         }
     }
+}
+
+template <int kRows, int kUnroll>
+cudaError_t launch_gemv(const bf16* a, const bf16* w, void* d, int n, int k, bool f32_out, bool accumulate,
+                        int silu_stride, cudaStream_t stream) {
+    const int rows_per_block = kWarpsPerBlock * (silu_stride > 0 ? 1 : kRows);
+    return kernels::launch_pdl(gemv_kernel<kRows, kUnroll>, dim3(kernels::ceil_div(n, rows_per_block)), dim3(kThreads),
+                               0, stream, a, w, d, n, k, f32_out, accumulate, silu_stride);
 }
 
 }  // namespace
@@ -109,9 +118,14 @@ cudaError_t gemv(const bf16* a, const bf16* w, void* d, bool f32_out, int m, int
                  cudaStream_t stream) {
     if (n == 0) return cudaSuccess;
     if (!gemv_applies(a, w, d, m, k) || n < 0 || (accumulate && !f32_out)) return cudaErrorInvalidValue;
-    const int rows_per_block = kWarpsPerBlock * kRowsPerWarp;
-    gemv_kernel<<<kernels::ceil_div(n, rows_per_block), kThreads, 0, stream>>>(a, w, d, m, n, k, f32_out, accumulate);
-    return cudaGetLastError();
+    return launch_gemv<1, 16>(a, w, d, n, k, f32_out, accumulate, 0, stream);
+}
+
+cudaError_t gemv_silu_mul(const bf16* a, const bf16* w_gate_up, bf16* out, int intermediate, int k,
+                          cudaStream_t stream) {
+    if (intermediate == 0) return cudaSuccess;
+    if (!gemv_applies(a, w_gate_up, out, 1, k) || intermediate < 0) return cudaErrorInvalidValue;
+    return launch_gemv<2, 8>(a, w_gate_up, out, intermediate, k, false, false, intermediate, stream);
 }
 
 }  // namespace hichat::cuda

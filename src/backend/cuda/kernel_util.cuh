@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
 
 namespace hichat::cuda::kernels {
 
@@ -66,5 +67,40 @@ __device__ __forceinline__ bool is_aligned16(const void* p) {
 inline bool host_aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 
 inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
+
+// The SwiGLU gate's SiLU, shared by silu_mul and the fused gate/up GEMV so that both round alike.
+__device__ __forceinline__ float silu(float g) { return g / (1.0f + __expf(-g)); }
+
+// Programmatic dependent launch (sm_90). A kernel started by launch_pdl() may begin while the kernel
+// before it on the stream still runs: it first lets its own successor start (pdl_launch_dependents),
+// may read constant inputs (weights), and calls pdl_wait() before anything else: from there on it sees
+// all that the earlier kernels wrote and they are done reading, exactly as after an ordinary launch.
+// Both instructions are no-ops in a kernel launched the ordinary way.
+__device__ __forceinline__ void pdl_launch_dependents() { asm volatile("griddepcontrol.launch_dependents;" ::: "memory"); }
+__device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+
+inline bool pdl_enabled() {   // HICHAT_PDL=0 launches ordinarily (measurement)
+    static const bool enabled = [] {
+        const char* v = std::getenv("HICHAT_PDL");
+        return v == nullptr || v[0] != '0';
+    }();
+    return enabled;
+}
+
+template <typename... Params, typename... Args>
+cudaError_t launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem, cudaStream_t stream,
+                       Args... args) {
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.dynamicSmemBytes = smem;
+    config.stream = stream;
+    config.attrs = &attr;
+    config.numAttrs = pdl_enabled() ? 1 : 0;
+    return cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...);
+}
 
 }  // namespace hichat::cuda::kernels

@@ -16,9 +16,11 @@ namespace hichat::cuda {
 
 using bf16 = __nv_bfloat16;
 
-// out[i, :] = table[ids[i], :] as fp32.                       table [vocab, hidden] bf16
-cudaError_t embedding(const int32_t* ids, int num_tokens, const bf16* table, int hidden, float* out,
-                      cudaStream_t stream);
+// out[i, :] = table[id, :] as fp32, id = ids[i], or prev_ids[-ids[i] - 1] where ids[i] < 0 (a token
+// chosen on the device by the previous step; prev_ids may be null when no id is negative).
+//                                                               table [vocab, hidden] bf16
+cudaError_t embedding(const int32_t* ids, const int32_t* prev_ids, int num_tokens, const bf16* table, int hidden,
+                      float* out, cudaStream_t stream);
 
 // out[i, :] = bf16(x[i, :] / rms(x[i, :]) * w).               x [rows, dim] fp32, w [dim] bf16
 cudaError_t rms_norm(const float* x, int rows, int dim, const bf16* w, float eps, bf16* out, cudaStream_t stream);
@@ -80,6 +82,10 @@ cudaError_t argmax_rows(const float* logits, int rows, int vocab, int32_t* out, 
 bool gemv_applies(const void* a, const void* w, const void* d, int m, int k);   // m == 1, k%8, 16-byte a/w
 cudaError_t gemv(const bf16* a, const bf16* w, void* d, bool f32_out, int m, int n, int k, bool accumulate,
                  cudaStream_t stream);
+// One row's SwiGLU MLP input: out[j] = bf16(silu(g_j) * u_j), g = W[0, inter) a and u = W[inter, 2 inter) a
+// each rounded to bf16 (as gemv to bf16 then silu_mul). w_gate_up [2 * intermediate, k]; gemv_applies().
+cudaError_t gemv_silu_mul(const bf16* a, const bf16* w_gate_up, bf16* out, int intermediate, int k,
+                          cudaStream_t stream);
 
 // Host-side helper for converting weights at load time (not a hot-path op).
 cudaError_t add_bias_bf16(bf16* x, const bf16* bias, int rows, int cols, cudaStream_t stream);

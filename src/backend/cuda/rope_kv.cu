@@ -39,6 +39,8 @@ __device__ __forceinline__ void head_rms_norm(float (&lo)[kMaxPairsPerLane], flo
 }
 
 __global__ void qkv_rope_kv_kernel(QkvRopeParams p) {
+    kernels::pdl_launch_dependents();
+    kernels::pdl_wait();
     const int t = blockIdx.x;
     const int lane = threadIdx.x % 32;
     const int head_dim = p.head_dim;
@@ -106,8 +108,7 @@ cudaError_t qkv_rope_kv_write(const QkvRopeParams& p, cudaStream_t stream) {
     if (p.head_dim <= 0 || p.head_dim % 2 != 0 || p.head_dim > 64 * kMaxPairsPerLane || p.num_heads <= 0 ||
         p.num_kv_heads <= 0)
         return cudaErrorInvalidValue;
-    qkv_rope_kv_kernel<<<p.num_tokens, 32 * kWarps, 0, stream>>>(p);
-    return cudaGetLastError();
+    return kernels::launch_pdl(qkv_rope_kv_kernel, dim3(p.num_tokens), dim3(32 * kWarps), 0, stream, p);
 }
 
 }  // namespace hichat::cuda

@@ -72,6 +72,8 @@ __device__ __forceinline__ Best block_best(Best b, Best* scratch) {
 
 __global__ void argmax_kernel(const float* logits, int vocab, int32_t* out, bool vec) {
     __shared__ Best scratch[32];
+    kernels::pdl_launch_dependents();
+    kernels::pdl_wait();
     const float* row = logits + static_cast<int64_t>(blockIdx.x) * vocab;
     Best best{-INFINITY, kNoIndex};
     if (vec) {
@@ -378,8 +380,7 @@ cudaError_t argmax_rows(const float* logits, int rows, int vocab, int32_t* out, 
     if (rows <= 0) return rows < 0 ? cudaErrorInvalidValue : cudaSuccess;
     if (vocab <= 0) return cudaErrorInvalidValue;
     const bool vec = vocab % 4 == 0 && kernels::host_aligned16(logits);
-    argmax_kernel<<<rows, kThreads, 0, stream>>>(logits, vocab, out, vec);
-    return cudaGetLastError();
+    return kernels::launch_pdl(argmax_kernel, dim3(rows), dim3(kThreads), 0, stream, logits, vocab, out, vec);
 }
 
 size_t sample_rows_workspace_bytes(int rows, int vocab) { return 0; }
