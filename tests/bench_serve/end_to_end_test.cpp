@@ -167,7 +167,9 @@ TEST_F(BenchServeEndToEnd, EightPromptsAtConcurrencyFour) {
     EXPECT_LE(j["max_concurrent_requests"].get<int>(), 4);
     EXPECT_GT(j["request_throughput"].get<double>(), 0);
     EXPECT_GT(j["mean_ttft_ms"].get<double>(), 0);
-    EXPECT_GT(j["mean_itl_ms"].get<double>(), 0);
+    // The tiny model's tokens may reach the client in one read (the server merges queued chunks into
+    // one write), so inter-token latency can be 0 on a loaded machine; it is never negative.
+    EXPECT_GE(j["mean_itl_ms"].get<double>(), 0);
     EXPECT_GE(j["p99_e2el_ms"].get<double>(), j["median_e2el_ms"].get<double>());
     // One chunk per token: the server's chunk count matches usage, and the prompt length is exact.
     EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
