@@ -69,7 +69,7 @@ grep -v '^{' "$out/bench_serve_8b.log" | tail -20
 kill -TERM $pid; wait $pid
 
 echo "== transformers generate (8B)"
-timeout 200 python3 bench/transformers_generate.py /tmp/b8 1:128:256 32:128:256 256:128:256 1:2048:1 \
+timeout 200 python3 bench/transformers_generate.py /tmp/b8 1:128:256 256:128:256 1:2048:1 \
     2>"$out/hf_8b.err" | tee "$out/hf_8b.log" | tag "$m8"
 cat "$out/hf_8b.log"
 rm -rf /tmp/b8
