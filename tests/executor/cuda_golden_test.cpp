@@ -102,27 +102,42 @@ TEST_P(CudaGoldenTest, DeviceArgmaxEqualsHostArgmax) {
 // How a decode run picks its tokens.
 enum class Pick { kHostArgmax, kDeviceArgmax, kDeviceSample };
 
-// Decodes `steps` tokens for three prompts together (3 sequences: decode graphs pad them to 4; the
-// 250-token prompt crosses the 256-token context bucket). kDeviceSample uses `rule` with u drawn from
+// Three prompts decoded together (3 sequences: decode graphs pad them to 4; the 250-token prompt
+// crosses the 256-token context bucket), each with its own blocks; the batch of their prefill.
+struct ThreePrompts {
+    ThreePrompts(const ModelRunner& runner, const std::vector<int32_t>& ids)
+        : prompts{{ids.begin(), ids.begin() + 250}, {ids.begin() + 3, ids.begin() + 8}, {ids.begin() + 40, ids.begin() + 57}},
+          tables(prompts.size()) {
+        const int blocks_per_seq = 512 / runner.kv_block_size_tokens();
+        for (size_t s = 0; s < prompts.size(); ++s) {
+            for (int b = 0; b < blocks_per_seq; ++b) tables[s].push_back(static_cast<int32_t>(s) * blocks_per_seq + b);
+            batch.seqs.push_back({.block_table = tables[s], .pos0 = 0, .tokens = prompts[s]});
+        }
+    }
+    ThreePrompts(const ThreePrompts&) = delete;   // the batch points into prompts and tables
+    ThreePrompts& operator=(const ThreePrompts&) = delete;
+
+    const std::vector<std::vector<int32_t>> prompts;
+    std::vector<std::vector<int32_t>> tables;
+    ForwardBatch batch;
+};
+
+constexpr int kDecodeSteps = 24;
+
+// Decodes kDecodeSteps tokens for the three prompts. kDeviceSample uses `rule` with u drawn from
 // Rng(seed) per row and step.
 std::vector<std::vector<int32_t>> decode_three(ModelRunner& runner, const std::vector<int32_t>& ids, Pick pick,
                                                RowSampling rule = {}, uint64_t seed = 0) {
-    const std::vector<std::vector<int32_t>> prompts = {{ids.begin(), ids.begin() + 250},
-                                                       {ids.begin() + 3, ids.begin() + 8},
-                                                       {ids.begin() + 40, ids.begin() + 57}};
-    const int steps = 24, blocks_per_seq = 512 / runner.kv_block_size_tokens();
+    ThreePrompts three(runner, ids);
+    const auto& prompts = three.prompts;
+    ForwardBatch& batch = three.batch;
     const size_t vocab = static_cast<size_t>(runner.model_config().vocab_size);
     sampling::Rng rng(seed);
-    std::vector<std::vector<int32_t>> out(prompts.size()), tables(prompts.size());
-    ForwardBatch batch;
-    for (size_t s = 0; s < prompts.size(); ++s) {
-        for (int b = 0; b < blocks_per_seq; ++b) tables[s].push_back(static_cast<int32_t>(s) * blocks_per_seq + b);
-        batch.seqs.push_back({.block_table = tables[s], .pos0 = 0, .tokens = prompts[s]});
-    }
+    std::vector<std::vector<int32_t>> out(prompts.size());
     std::vector<float> logits;
     std::vector<int32_t> next;
     std::vector<RowSampling> rows(prompts.size(), rule);
-    for (int step = 0; step < steps; ++step) {
+    for (int step = 0; step < kDecodeSteps; ++step) {
         if (pick == Pick::kDeviceArgmax) {
             runner.forward_argmax(batch, next);
         } else if (pick == Pick::kDeviceSample) {
@@ -158,25 +173,19 @@ TEST_P(CudaGoldenTest, GraphedDecodeEqualsEagerDecode) {
 // The same three prompts, greedy, with step N + 1 submitted before step N's ids are collected: its
 // tokens are the placeholders -(s + 1), which the runner resolves from the previous step's device ids.
 std::vector<std::vector<int32_t>> decode_three_pipelined(ModelRunner& runner, const std::vector<int32_t>& ids) {
-    const std::vector<std::vector<int32_t>> prompts = {{ids.begin(), ids.begin() + 250},
-                                                       {ids.begin() + 3, ids.begin() + 8},
-                                                       {ids.begin() + 40, ids.begin() + 57}};
-    const int steps = 24, blocks_per_seq = 512 / runner.kv_block_size_tokens();
+    ThreePrompts three(runner, ids);
+    const auto& prompts = three.prompts;
+    ForwardBatch& batch = three.batch;
     const std::vector<int32_t> placeholders = {-1, -2, -3};
     const std::vector<RowSampling> greedy(prompts.size());
-    std::vector<std::vector<int32_t>> out(prompts.size()), tables(prompts.size());
-    ForwardBatch batch;
-    for (size_t s = 0; s < prompts.size(); ++s) {
-        for (int b = 0; b < blocks_per_seq; ++b) tables[s].push_back(static_cast<int32_t>(s) * blocks_per_seq + b);
-        batch.seqs.push_back({.block_table = tables[s], .pos0 = 0, .tokens = prompts[s]});
-    }
+    std::vector<std::vector<int32_t>> out(prompts.size());
     std::vector<int32_t> got;
     auto collect = [&] {
         runner.collect(got);
         EXPECT_EQ(got.size(), prompts.size());
         for (size_t s = 0; s < prompts.size() && s < got.size(); ++s) out[s].push_back(got[s]);
     };
-    for (int step = 0; step < steps; ++step) {
+    for (int step = 0; step < kDecodeSteps; ++step) {
         runner.submit(batch, greedy);
         if (step > 0) collect();   // the previous step's ids, while this one runs
         for (size_t s = 0; s < prompts.size(); ++s) {

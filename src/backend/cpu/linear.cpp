@@ -2,6 +2,7 @@
 // fused outputs end to end) over the pool's threads and runs the active SIMD level's kernel on each
 // range: a streaming GEMV for small m (decode), a packed, register-blocked GEMM for large m (prefill).
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -89,7 +90,7 @@ void linear_fused(const float* x, int64_t m, std::span<const LinearOutput> outpu
     }
     if (num_units == 0) return;
     const int num_threads = pool.num_threads();
-    auto run_units = [&](int64_t unit_begin, int64_t unit_end) {  // one thread's share
+    auto run_units = [&](int64_t unit_begin, int64_t unit_end) {  // one contiguous range of units
         for (const Part& part : parts) {  // the units, where they fall in each output
             const int64_t n_begin = std::min(part.p.n, (std::max(unit_begin, part.first_unit) - part.first_unit) * unit);
             const int64_t n_end = std::min(part.p.n, (std::max(unit_end, part.first_unit) - part.first_unit) * unit);
@@ -102,7 +103,18 @@ void linear_fused(const float* x, int64_t m, std::span<const LinearOutput> outpu
             if (part.bias != nullptr) add_bias(*part.bias, part.p, n_begin, n_end);
         }
     };
-    pool.run([&](int t) { run_units(num_units * t / num_threads, num_units * (t + 1) / num_threads); });
+    // GEMV (decode): threads take contiguous chunks of units from a shared counter, about
+    // kChunksPerThread each, so a thread that runs slow (its core busy elsewhere on a shared host) does
+    // not hold up the others at the end of the region. GEMM: one range per thread (each range repacks
+    // x). A row is always computed whole by one thread: results do not depend on the split.
+    constexpr int64_t kChunksPerThread = 8;
+    const int64_t per_thread = (num_units + num_threads - 1) / num_threads;
+    const int64_t chunk = use_gemm ? per_thread : std::max<int64_t>(1, num_units / (num_threads * kChunksPerThread));
+    std::atomic<int64_t> next_unit{0};
+    pool.run([&](int) {
+        for (int64_t begin; (begin = next_unit.fetch_add(chunk, std::memory_order_relaxed)) < num_units;)
+            run_units(begin, std::min(begin + chunk, num_units));
+    });
 }
 
 }  // namespace hichat::cpu
