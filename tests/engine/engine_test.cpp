@@ -18,14 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 
 using testing_util::CollectingSink;
-
-// Stats are published after each step, so they may trail the final event by one step.
-int kv_blocks_used_when_settled(const Engine& engine) {
-    for (int i = 0; i < 200 && engine.stats().num_kv_blocks_used != 0; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return engine.stats().num_kv_blocks_used;
-}
+using testing_util::kv_blocks_used_when_settled;
 
 class EngineTest : public testing_util::TinyModelTest {
 protected:

@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 #include "common/fixtures.h"
 #include "engine/engine.h"
@@ -63,5 +64,13 @@ protected:
     std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
     nlohmann::json golden_;
 };
+
+// Stats are published after each step, so they may trail the final event by one step.
+inline int kv_blocks_used_when_settled(const Engine& engine) {
+    for (int i = 0; i < 200 && engine.stats().num_kv_blocks_used != 0; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return engine.stats().num_kv_blocks_used;
+}
 
 }  // namespace hichat::engine::testing_util

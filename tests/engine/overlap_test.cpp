@@ -15,6 +15,7 @@ namespace hichat::engine {
 namespace {
 
 using testing_util::CollectingSink;
+using testing_util::kv_blocks_used_when_settled;
 using testing_util::HostSamplingRunner;
 
 // What the wrapper saw; shared with the test, since the engine owns the runner.
@@ -95,13 +96,6 @@ private:
     int cancel_after_, seen_ = 0;
     RequestId id_;
 };
-
-int kv_blocks_used_when_settled(const Engine& engine) {
-    for (int i = 0; i < 200 && engine.stats().num_kv_blocks_used != 0; ++i) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    return engine.stats().num_kv_blocks_used;
-}
 
 class EngineOverlapTest : public testing_util::TinyModelTest {
 protected:
