@@ -22,6 +22,10 @@ std::vector<LinearShape> linear_shapes() {
         shapes.push_back({m, 1000, 67});
     }
     for (int64_t m : {5, 6, 8, 12, 16}) shapes.push_back({m, 3001, 37});  // long rows
+    for (int64_t m : {1, 3}) {  // GEMV rows longer than 4096 go in k slices (the tail in the last one)
+        shapes.push_back({m, 4097, 20});
+        shapes.push_back({m, 8195, 37});
+    }
     for (LinearShape s : {LinearShape{19, 1000, 333}, {111, 333, 1000}, {989, 65, 129}, {989, 257, 40}})
         shapes.push_back(s);
     return shapes;
