@@ -125,10 +125,12 @@ void gemv_block(const LinearProblem& p, const float* x_packed, float* y, int64_t
         for (int r = 0; r < R; ++r) y[i * p.n + row0 + r] = _mm512_reduce_add_ps(acc[i][r]);
 }
 
-// Rows per block: enough independent accumulators (M x R <= 24), within the 32 vector registers.
+// Rows per block: enough independent accumulators (M x R <= 24), within the 32 vector registers. At
+// M = 1 (batch-1 decode) 8 rows: decode measured ~4% faster than with 4 on the benchmark machine (12
+// alternating runs each), 2 rows ~4% slower.
 template <int M>
 constexpr int gemv_rows_per_block() {
-    return M <= 6 ? 4 : 3;
+    return M == 1 ? 8 : M <= 6 ? 4 : 3;
 }
 
 // Weight rows stream whole (k passes would cut them into segments too short for the hardware
