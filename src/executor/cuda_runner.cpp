@@ -120,7 +120,7 @@ struct CudaRunner::Impl {
     void submit(const ForwardBatch& batch, std::span<const RowSampling> rows);
     void collect(std::vector<int32_t>& ids);
     // The graph for a pure decode step whose ids come back (every sequence one token), if it has one.
-    std::optional<GraphKey> decode_graph_key(const ForwardBatch& batch, bool want_ids, bool sampled) const;
+    std::optional<GraphKey> decode_graph_key(const ForwardBatch& batch, bool sampled) const;
     // Packs ids, positions, slots, logit rows, sequence boundaries and block tables into the pinned
     // `host_meta` and copies it to the device; with a graph key, pads to key.batch one-token sequences
     // (writing to the scratch block) and sizes the tables for key.kv_len tokens.
@@ -213,10 +213,9 @@ Status CudaRunner::Impl::allocate() {
     return ok_status();
 }
 
-std::optional<GraphKey> CudaRunner::Impl::decode_graph_key(const ForwardBatch& batch, bool want_ids,
-                                                            bool sampled) const {
+std::optional<GraphKey> CudaRunner::Impl::decode_graph_key(const ForwardBatch& batch, bool sampled) const {
     const int n = static_cast<int>(batch.seqs.size());
-    if (!want_ids || n == 0 || n > max_graph_batch) return std::nullopt;
+    if (n == 0 || n > max_graph_batch) return std::nullopt;
     int max_kv = 0;
     for (const ForwardSeq& seq : batch.seqs) {
         if (seq.tokens.size() != 1 || seq.all_logits) return std::nullopt;
@@ -396,7 +395,7 @@ void CudaRunner::Impl::submit(const ForwardBatch& batch, std::span<const RowSamp
         ++num_outstanding;
         return;
     }
-    const std::optional<GraphKey> key = config.use_cuda_graphs ? decode_graph_key(batch, true, sampled) : std::nullopt;
+    const std::optional<GraphKey> key = config.use_cuda_graphs ? decode_graph_key(batch, sampled) : std::nullopt;
     cuda::AttentionMetadata m;
     upload_metadata(batch, key, rows, slot.meta, m);
     if (key) {
