@@ -5,8 +5,11 @@
 // Measured on the H200 (cuda_ops_bench, TB/s of weights; one machine, 2026-11-30): 6144 x 4096 2.72,
 // 4096 x 14336 3.15, 128256 x 4096 4.22, against 2.64 / 2.74 / 4.14 for the earlier two rows x 4
 // loads and cuBLASLt's 2.0 / 2.9 / 4.0 at m = 1 (another machine); at m = 4 and 8 cuBLASLt wins, hence
-// m == 1 only. Tried and dropped: a block-wide k split; an L2 bulk prefetch or the first weight loads
-// issued before pdl_wait(); an early PDL trigger (all slower).
+// m == 1 only. Tried and dropped (all slower): a block-wide k split; an L2 bulk prefetch or the first
+// weight loads issued before pdl_wait(); an early PDL trigger; all 16 loads of a pass held in
+// registers (84-92 registers: 6144 x 4096 2.13 vs 2.74 TB/s, 8B batch 1 4.94 vs 4.62 ms); weights
+// copied into shared memory with cp.async, 3 pieces of 4 KiB in flight per warp, the first before
+// pdl_wait(), on a grid of 1-4 blocks of 4 warps per SM (2.0 TB/s at best, 8B batch 1 5.5-9.5 ms).
 #include "backend/cuda/kernel_util.cuh"
 #include "backend/cuda/ops.h"
 
@@ -41,8 +44,11 @@ __device__ __forceinline__ void fma8(float& acc, const Bf16x8& w, const Bf16x8& 
 // through memory.
 // Launched with programmatic dependent launch; the next kernel may start once every warp is past its
 // weight stream (an earlier trigger, and loading weights before pdl_wait(), measured slower).
+// At most 32 registers (8 blocks = 64 warps per SM): the stream is carried by resident warps, not by
+// loads in flight per warp. The fused gate/up instance took 40 (48 warps) without the bound: 3.71 vs
+// 3.84 TB/s, batch-1 decode 1.055 / 4.62 vs 1.02 / 4.45 ms per token for the 1B / 8B (2026-11-30).
 template <int kRows, int kUnroll>
-__global__ void __launch_bounds__(kThreads) gemv_kernel(const bf16* __restrict__ a, const bf16* __restrict__ w,
+__global__ void __launch_bounds__(kThreads, 8) gemv_kernel(const bf16* __restrict__ a, const bf16* __restrict__ w,
                                                         void* __restrict__ d, int n, int k, bool f32_out,
                                                         bool accumulate, int silu_stride) {
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
