@@ -12,11 +12,16 @@ grep -E "^\[  (PASSED|FAILED) +\]|tests? from .* ran|Failure" $log/e.log | tail 
 timeout 150 compute-sanitizer --tool memcheck executor_tests \
     --gtest_filter='Fixtures/CudaGoldenTest.Pipelined*/llama3*:Fixtures/CudaGoldenTest.Graphed*/qwen3*' > $log/m.log 2>&1
 echo "memcheck executor rc=$?: $(grep -E 'ERROR SUMMARY' $log/m.log | tail -1)"
-timeout 60 cuda_ops_bench 2>&1 | grep -E "gemv|cublasLt"
 cp $log/*.log $OUT/ 2>/dev/null
 timeout 40 python3 scripts/make_bench_checkpoint.py 1b /tmp/b1 /nonexistent > $log/m1.log 2>&1
 timeout 120 python3 scripts/make_bench_checkpoint.py 8b /tmp/b8 /nonexistent > $log/m8.log 2>&1
 IFS=';' read -ra variants <<< "${VARIANTS:-HICHAT_PDL=0 --no-overlap;HICHAT_PDL=1}"
+for v in "${variants[@]}"; do
+  read -ra words <<< "$v"; envs=()
+  for w in "${words[@]}"; do [[ $w == *=* ]] && envs+=("$w"); done
+  echo "cuda_ops_bench gemm: $v"
+  env "${envs[@]}" timeout 60 cuda_ops_bench gemm 2>&1 | grep -E "gemv|cublasLt"
+done
 for model in b1 b8; do
   for v in "${variants[@]}"; do
     read -ra words <<< "$v"; envs=(); flags=()

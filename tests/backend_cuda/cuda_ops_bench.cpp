@@ -1,17 +1,20 @@
 // cuda_ops_bench: times each CUDA op at Llama-3-8B-like sizes with CUDA events (3 warm-ups, median of
 // 20) and prints achieved bandwidth (bytes each input read once + each output written once) or FLOP
 // rate. Inputs are random; not a test (no reference), run by hand on a GPU machine.
+#include <cublasLt.h>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <numeric>
 #include <random>
 #include <vector>
 
 #include "backend/cuda/cuda_check.h"
+#include "base/check.h"
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/device_info.h"
 #include "backend/cuda/gemm.h"
@@ -79,7 +82,9 @@ void report_flops(const char* name, double ms, double flops) {
 void bench_gemm(std::mt19937& rng) {
     Gemm gemm, cublas_only(32 << 20, false);
     struct Shape { int n, k; };
-    for (const Shape s : {Shape{6144, 4096}, Shape{4096, 14336}, Shape{128256, 4096}}) {
+    // Llama-3-8B's q|k|v, o, down and lm_head; Llama-3.2-1B's q|k|v, down and lm_head.
+    for (const Shape s : {Shape{6144, 4096}, Shape{4096, 4096}, Shape{4096, 14336}, Shape{128256, 4096},
+                          Shape{3072, 2048}, Shape{2048, 8192}, Shape{128256, 2048}}) {
         for (int m : {1}) {
             DeviceBuffer a = random_buffer(size_t{1} * m * s.k, false, rng);
             DeviceBuffer w = random_buffer(size_t{1} * s.n * s.k, false, rng);
@@ -93,6 +98,15 @@ void bench_gemm(std::mt19937& rng) {
                 report_bytes(name, ms, 2.0 * s.n * s.k);
             }
         }
+    }
+    for (const Shape s : {Shape{14336, 4096}, Shape{8192, 2048}}) {  // gate|up + SwiGLU: 8B, 1B
+        DeviceBuffer a = random_buffer(size_t{1} * s.k, false, rng);
+        DeviceBuffer w = random_buffer(size_t{2} * s.n * s.k, false, rng);
+        DeviceBuffer d = random_buffer(size_t{1} * s.n, false, rng);
+        const double ms = time_ms([&] { return gemv_silu_mul(a.as<bf16>(), w.as<bf16>(), d.as<bf16>(), s.n, s.k, nullptr); });
+        char name[64];
+        std::snprintf(name, sizeof(name), "gemv_silu_mul n=2x%d k=%d", s.n, s.k);
+        report_bytes(name, ms, 4.0 * s.n * s.k);
     }
     for (int m : {16, 64, 4096}) {
         const int n = 4096 * 3, k = 4096;
@@ -239,6 +253,67 @@ void bench_rope(std::mt19937& rng) {
                  4.0 * t * width);
 }
 
+// cuBLASLt's heuristic choice against the fastest of its first kMaxAlgos candidates, per shape of an
+// 8B step (bf16 out, fp32 accumulation, as Gemm runs them): what autotuning at start-up would gain.
+void bench_gemm_algos(std::mt19937& rng) {
+    constexpr int kMaxAlgos = 16;
+    cublasLtHandle_t handle;
+    CHECK(cublasLtCreate(&handle) == CUBLAS_STATUS_SUCCESS);
+    DeviceBuffer workspace(32 << 20);
+    struct Shape { const char* name; int n, k, per_step; };
+    const Shape shapes[] = {{"qkv", 6144, 4096, 32}, {"o", 4096, 4096, 32}, {"gate_up", 28672, 4096, 32},
+                            {"down", 4096, 14336, 32}, {"lm_head", 128256, 4096, 1}};
+    for (int m : {64, 128, 256, 8000}) {
+        double step_first = 0, step_best = 0;
+        for (const Shape& s : shapes) {
+            if (m > 256 && s.per_step == 1) continue;  // prefill runs the lm_head on last rows only
+            DeviceBuffer a = random_buffer(size_t{1} * m * s.k, false, rng);
+            DeviceBuffer w = random_buffer(size_t{1} * s.n * s.k, false, rng);
+            DeviceBuffer d = random_buffer(size_t{1} * m * s.n, false, rng);
+            cublasLtMatmulDesc_t op;
+            cublasLtMatrixLayout_t wl, al, dl;
+            CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS);
+            const cublasOperation_t tw = CUBLAS_OP_T, ta = CUBLAS_OP_N;
+            cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &tw, sizeof(tw));
+            cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &ta, sizeof(ta));
+            cublasLtMatrixLayoutCreate(&wl, CUDA_R_16BF, s.k, s.n, s.k);
+            cublasLtMatrixLayoutCreate(&al, CUDA_R_16BF, s.k, m, s.k);
+            cublasLtMatrixLayoutCreate(&dl, CUDA_R_16BF, s.n, m, s.n);
+            cublasLtMatmulPreference_t pref;
+            cublasLtMatmulPreferenceCreate(&pref);
+            const size_t ws = workspace.num_bytes();
+            cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+            cublasLtMatmulHeuristicResult_t results[kMaxAlgos];
+            int num = 0;
+            cublasLtMatmulAlgoGetHeuristic(handle, op, wl, al, dl, dl, pref, kMaxAlgos, results, &num);
+            double first = 0, best = 1e30;
+            int best_i = -1;
+            for (int i = 0; i < num; ++i) {
+                const float alpha = 1, beta = 0;
+                const double ms = time_ms([&] {
+                    return cublasLtMatmul(handle, op, &alpha, w.data(), wl, a.data(), al, &beta, d.data(), dl, d.data(), dl,
+                                          &results[i].algo, workspace.data(), ws, nullptr) == CUBLAS_STATUS_SUCCESS
+                               ? cudaSuccess
+                               : cudaErrorUnknown;
+                });
+                if (i == 0) first = ms;
+                if (ms < best) best = ms, best_i = i;
+            }
+            std::printf("gemm_algos m=%-5d %-8s n=%-6d k=%-5d heuristic %.4f ms, best of %2d %.4f ms (#%d) %+.1f%%\n", m,
+                        s.name, s.n, s.k, first, num, best, best_i, 100.0 * (best - first) / first);
+            step_first += first * s.per_step;
+            step_best += best * s.per_step;
+            cublasLtMatmulPreferenceDestroy(pref);
+            cublasLtMatrixLayoutDestroy(dl);
+            cublasLtMatrixLayoutDestroy(al);
+            cublasLtMatrixLayoutDestroy(wl);
+            cublasLtMatmulDescDestroy(op);
+        }
+        std::printf("gemm_algos m=%-5d 8B step's GEMMs: heuristic %.3f ms, best %.3f ms\n", m, step_first, step_best);
+    }
+    cublasLtDestroy(handle);
+}
+
 // sample_rows at a decode batch: reads the logits once per pass (max, 3 + 3 radix passes, the pick).
 void bench_sampling(std::mt19937& rng) {
     const int vocab = 128256, rows = 256;
@@ -255,7 +330,9 @@ void bench_sampling(std::mt19937& rng) {
 }  // namespace
 }  // namespace hichat::cuda
 
-int main() {
+// cuda_ops_bench [GROUP...]: the groups named (row, rope, attention, gemm, sampling, gemm_algos), or all
+// but gemm_algos.
+int main(int argc, char** argv) {
     using namespace hichat::cuda;
     if (!cuda_device_available()) {
         std::printf("SKIPPED: no CUDA device\n");
@@ -263,10 +340,17 @@ int main() {
     }
     std::setvbuf(stdout, nullptr, _IOLBF, 0);
     std::mt19937 rng(1234);
-    bench_row_ops(rng);
-    bench_rope(rng);
-    bench_attention(rng);
-    bench_gemm(rng);
-    bench_sampling(rng);
+    const auto wanted = [&](const char* group) {
+        if (argc < 2) return true;
+        for (int i = 1; i < argc; ++i)
+            if (std::strcmp(argv[i], group) == 0) return true;
+        return false;
+    };
+    if (wanted("row")) bench_row_ops(rng);
+    if (wanted("rope")) bench_rope(rng);
+    if (wanted("attention")) bench_attention(rng);
+    if (wanted("gemm")) bench_gemm(rng);
+    if (wanted("sampling")) bench_sampling(rng);
+    if (argc >= 2 && wanted("gemm_algos")) bench_gemm_algos(rng);
     return 0;
 }
