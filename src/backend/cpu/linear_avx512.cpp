@@ -94,7 +94,9 @@ inline __attribute__((always_inline)) void gemv_step(const LinearProblem& p, con
 // of the read probe at m = 1) kept this: T0 was within noise (76.7-95.1% vs 79.3-93.9%), T2 likewise,
 // two or three blocks ahead 73-92%, no software prefetch 68-86%, every other line 67-76%, only the
 // first 2 or 8 lines of each row 70-83%, NTA 33-40%. Chunks of 1-16 per thread (linear.cpp) made no
-// difference beyond the host's drift.
+// difference beyond the host's drift. Nor did whole-line bf16 loads split into even/odd halves by a
+// shift and a mask (x de-interleaved to match) instead of vpmovzxwd per half line: faster in 6 of 12
+// paired cpu_ops_bench rounds, although a stand-alone emulation of the two had read 0-10% faster.
 template <class L, int M, int R>
 void gemv_block(const LinearProblem& p, const float* x_packed, float* y, int64_t row0, bool prefetch_next) {
     constexpr int kStepsPerLine = L::kStepsPerLine;  // 16-float steps of k per 64-byte line of weights
