@@ -14,11 +14,11 @@
 #include <vector>
 
 #include "backend/cuda/cuda_check.h"
-#include "base/check.h"
 #include "backend/cuda/device_buffer.h"
 #include "backend/cuda/device_info.h"
 #include "backend/cuda/gemm.h"
 #include "backend/cuda/ops.h"
+#include "base/check.h"
 
 namespace hichat::cuda {
 namespace {
@@ -254,7 +254,8 @@ void bench_rope(std::mt19937& rng) {
 }
 
 // cuBLASLt's heuristic choice against the fastest of its first kMaxAlgos candidates, per shape of an
-// 8B step (bf16 out, fp32 accumulation, as Gemm runs them): what autotuning at start-up would gain.
+// 8B step (bf16 out, fp32 accumulation, as Gemm runs them): what autotuning would gain in isolation
+// (in the engine it did not: src/backend/cuda/NOTES.md).
 void bench_gemm_algos(std::mt19937& rng) {
     constexpr int kMaxAlgos = 16;
     cublasLtHandle_t handle;
