@@ -22,7 +22,7 @@ std::vector<LinearShape> linear_shapes() {
         shapes.push_back({m, 1000, 67});
     }
     for (int64_t m : {5, 6, 8, 12, 16}) shapes.push_back({m, 3001, 37});  // long rows
-    for (int64_t m : {1, 3}) {  // GEMV rows longer than 4096 go in k slices (the tail in the last one)
+    for (int64_t m : {1, 3}) {  // GEMV rows longer than 4096 (as the down projection's), odd tails
         shapes.push_back({m, 4097, 20});
         shapes.push_back({m, 8195, 37});
     }

@@ -103,13 +103,16 @@ void linear_fused(const float* x, int64_t m, std::span<const LinearOutput> outpu
             if (part.bias != nullptr) add_bias(*part.bias, part.p, n_begin, n_end);
         }
     };
-    // GEMV (decode): threads take contiguous chunks of units from a shared counter, about
-    // kChunksPerThread each, so a thread that runs slow (its core busy elsewhere on a shared host) does
-    // not hold up the others at the end of the region. GEMM: one range per thread (each range repacks
-    // x). A row is always computed whole by one thread: results do not depend on the split.
+    // GEMM (prefill): one range per thread (each range repacks x). GEMV (decode): threads take
+    // contiguous chunks of units from a shared counter, about kChunksPerThread each, so a thread that
+    // runs slow (its core busy elsewhere on a shared host) does not hold up the others at the end of the
+    // region. A row is always computed whole by one thread: results do not depend on the split.
+    if (use_gemm) {
+        pool.run([&](int t) { run_units(num_units * t / num_threads, num_units * (t + 1) / num_threads); });
+        return;
+    }
     constexpr int64_t kChunksPerThread = 8;
-    const int64_t per_thread = (num_units + num_threads - 1) / num_threads;
-    const int64_t chunk = use_gemm ? per_thread : std::max<int64_t>(1, num_units / (num_threads * kChunksPerThread));
+    const int64_t chunk = std::max<int64_t>(1, num_units / (num_threads * kChunksPerThread));
     std::atomic<int64_t> next_unit{0};
     pool.run([&](int) {
         for (int64_t begin; (begin = next_unit.fetch_add(chunk, std::memory_order_relaxed)) < num_units;)
