@@ -16,16 +16,18 @@ cp $log/*.log $OUT/ 2>/dev/null
 timeout 40 python3 scripts/make_bench_checkpoint.py 1b /tmp/b1 /nonexistent > $log/m1.log 2>&1
 timeout 120 python3 scripts/make_bench_checkpoint.py 8b /tmp/b8 /nonexistent > $log/m8.log 2>&1
 IFS=';' read -ra variants <<< "${VARIANTS:-HICHAT_PDL=0 --no-overlap;HICHAT_PDL=1}"
+split_variant() {  # split_variant "ENV=.. flags": sets envs and flags
+  local words w; read -ra words <<< "$1"; envs=(); flags=()
+  for w in "${words[@]}"; do [[ $w == *=* ]] && envs+=("$w") || flags+=("$w"); done
+}
 for v in "${variants[@]}"; do
-  read -ra words <<< "$v"; envs=()
-  for w in "${words[@]}"; do [[ $w == *=* ]] && envs+=("$w"); done
+  split_variant "$v"
   echo "cuda_ops_bench gemm: $v"
   env "${envs[@]}" timeout 60 cuda_ops_bench gemm 2>&1 | grep -E "gemv|cublasLt"
 done
 for model in b1 b8; do
   for v in "${variants[@]}"; do
-    read -ra words <<< "$v"; envs=(); flags=()
-    for w in "${words[@]}"; do [[ $w == *=* ]] && envs+=("$w") || flags+=("$w"); done
+    split_variant "$v"
     ms=$(env "${envs[@]}" timeout 90 hichat bench engine --model /tmp/$model --device cuda --batch 1 --input-len 128 \
          --output-len 256 --repeat 3 "${flags[@]}" 2>&1 | tee -a $OUT/engine.log | sed -n 's/.*"ms_per_token":\([0-9.]*\).*/\1/p')
     printf '%-4s %-45s %s ms/token\n' "$model" "$v" "$ms"
