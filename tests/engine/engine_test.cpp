@@ -167,9 +167,19 @@ TEST_F(EngineTest, CancelFreesKvAndOthersContinue) {
     EXPECT_EQ(kv_blocks_used_when_settled(*engine), 0);
 }
 
+// A sink that takes 2 ms per event on the engine's thread: without it, the tiny model can fill its
+// context (finish "length") within the 50 ms deadline on a fast, idle machine.
+class SlowSink : public CollectingSink {
+public:
+    void on_event(TokenEvent ev) override {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        CollectingSink::on_event(std::move(ev));
+    }
+};
+
 TEST_F(EngineTest, DeadlineEndsARequest) {
     auto engine = make_engine(64);
-    auto sink = std::make_shared<CollectingSink>();
+    auto sink = std::make_shared<SlowSink>();
     Request r = greedy_request(golden_["prompt"].get<std::vector<int32_t>>(), 1500, sink);
     r.deadline = Clock::now() + std::chrono::milliseconds(50);
     engine->submit(std::move(r));
