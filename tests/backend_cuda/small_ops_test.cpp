@@ -46,7 +46,7 @@ TEST_F(SmallOpsTest, EmbeddingIsExactAndResolvesPreviousStepIds) {
 }
 
 TEST_F(SmallOpsTest, RmsNormMatchesCpu) {
-    for (int dim : {64, 1000, 2050, 4096}) {
+    for (int dim : {64, 1000, 2050, 4096, 8192}) {
         for (int rows : kRows) {
             const uint32_t seed = fresh_seed();
             SCOPED_TRACE(::testing::Message() << "dim " << dim << " rows " << rows << " seed " << seed);
