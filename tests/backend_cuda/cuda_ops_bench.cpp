@@ -82,9 +82,9 @@ void report_flops(const char* name, double ms, double flops) {
 void bench_gemm(std::mt19937& rng) {
     Gemm gemm, cublas_only(32 << 20, false);
     struct Shape { int n, k; };
-    // Llama-3-8B's q|k|v, o, down and lm_head; Llama-3.2-1B's q|k|v, down and lm_head.
+    // Llama-3-8B's q|k|v, o, down and lm_head; Llama-3.2-1B's q|k|v, o, down and lm_head.
     for (const Shape s : {Shape{6144, 4096}, Shape{4096, 4096}, Shape{4096, 14336}, Shape{128256, 4096},
-                          Shape{3072, 2048}, Shape{2048, 8192}, Shape{128256, 2048}}) {
+                          Shape{3072, 2048}, Shape{2048, 2048}, Shape{2048, 8192}, Shape{128256, 2048}}) {
         for (int m : {1}) {
             DeviceBuffer a = random_buffer(size_t{1} * m * s.k, false, rng);
             DeviceBuffer w = random_buffer(size_t{1} * s.n * s.k, false, rng);

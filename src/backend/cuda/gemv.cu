@@ -1,15 +1,18 @@
 // gemv: d[n] (+)= W[n, k] a[k] for a one-token step, where the weight read is everything: each warp
-// streams its weight rows with 16-byte loads, many in flight per lane, and reduces across the warp;
-// fp32 accumulation. Two instances: one row per warp with 16 loads in flight (plain products) and two
+// streams its weight rows (or a slice of their k, when rows alone are too few to fill the GPU) with
+// 16-byte loads, many in flight per lane, and reduces across the warp; fp32 accumulation. Two instances: one row per warp with 16 loads in flight (plain products) and two
 // rows with 8 (the fused gate/up + SwiGLU, whose rows come in pairs).
 // Measured on the H200 (cuda_ops_bench, TB/s of weights; one machine, 2026-11-30): 6144 x 4096 2.72,
 // 4096 x 14336 3.15, 128256 x 4096 4.22, against 2.64 / 2.74 / 4.14 for the earlier two rows x 4
 // loads and cuBLASLt's 2.0 / 2.9 / 4.0 at m = 1 (another machine); at m = 4 and 8 cuBLASLt wins, hence
-// m == 1 only. Tried and dropped (all slower): a block-wide k split; an L2 bulk prefetch or the first
+// m == 1 only. Tried and dropped (all slower): a block-wide k split for every shape (8 warps per row); an L2 bulk prefetch or the first
 // weight loads issued before pdl_wait(); an early PDL trigger; all 16 loads of a pass held in
 // registers (84-92 registers: 6144 x 4096 2.13 vs 2.74 TB/s, 8B batch 1 4.94 vs 4.62 ms); weights
 // copied into shared memory with cp.async, 3 pieces of 4 KiB in flight per warp, the first before
 // pdl_wait(), on a grid of 1-4 blocks of 4 warps per SM (2.0 TB/s at best, 8B batch 1 5.5-9.5 ms).
+#include <algorithm>
+
+#include "backend/cuda/device_info.h"
 #include "backend/cuda/kernel_util.cuh"
 #include "backend/cuda/ops.h"
 
@@ -36,12 +39,15 @@ __device__ __forceinline__ void fma8(float& acc, const Bf16x8& w, const Bf16x8& 
     }
 }
 
-// grid: ceil(n / (kWarpsPerBlock * kRows)) blocks; each warp streams kRows weight rows with kUnroll
-// 16-byte loads in flight per lane and row. k % 8 == 0, all pointers 16-byte aligned.
-// With silu_stride > 0 (kRows == 2; w is the fused gate/up weight [2 * silu_stride, k], n = silu_stride,
-// grid ceil(n / kWarpsPerBlock)) a warp's rows are the gate row j and the up row j + silu_stride, and it
-// writes bf16(silu(g) * u) of the bf16-rounded g and u: the SwiGLU of silu_mul() without the round trip
-// through memory.
+// Each row (a pair of rows for the SwiGLU) is read by `splits` warps of one block (1, 2, 4 or 8), each
+// streaming its slice of k: [p * chunk, (p + 1) * chunk) in 16-byte words, chunk a multiple of 32.
+// Splitting k lets short matrices fill the GPU with warps (a 2048 x 2048 o-proj is 2,048 warps, a
+// quarter of an H200's resident 8,448); the partial sums meet in shared memory and are added in slice
+// order, so the bits depend only on (rows, k) through choose_splits(), never on the launch.
+// grid: ceil(row groups / (kWarpsPerBlock / splits)); a row group is kRows rows (plain products) or the
+// gate row j with the up row j + silu_stride (kRows == 2, silu_stride > 0: w is the fused gate/up weight
+// [2 * silu_stride, k], n = silu_stride) whose warp writes bf16(silu(g) * u) of the bf16-rounded g and
+// u: the SwiGLU of silu_mul() without the round trip through memory. k % 8 == 0, 16-byte aligned a, w.
 // Launched with programmatic dependent launch; the next kernel may start once every warp is past its
 // weight stream (an earlier trigger, and loading weights before pdl_wait(), measured slower).
 // At most 32 registers (8 blocks = 64 warps per SM): the stream is carried by resident warps, not by
@@ -50,23 +56,27 @@ __device__ __forceinline__ void fma8(float& acc, const Bf16x8& w, const Bf16x8& 
 template <int kRows, int kUnroll>
 __global__ void __launch_bounds__(kThreads, 8) gemv_kernel(const bf16* __restrict__ a, const bf16* __restrict__ w,
                                                         void* __restrict__ d, int n, int k, bool f32_out,
-                                                        bool accumulate, int silu_stride) {
+                                                        bool accumulate, int silu_stride, int splits) {
+    __shared__ float partial[kWarpsPerBlock][kRows];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int row0 = (blockIdx.x * kWarpsPerBlock + warp) * (silu_stride > 0 ? 1 : kRows);
-    if (row0 >= n) return;
+    const int part = warp % splits;
+    const int row0 = (blockIdx.x * (kWarpsPerBlock / splits) + warp / splits) * (silu_stride > 0 ? 1 : kRows);
+    if (splits == 1 && row0 >= n) return;   // with splits > 1 every warp reaches the barrier
     const int k8 = k / 8;
+    const int chunk = (k8 + 32 * splits - 1) / (32 * splits) * 32;
+    const int begin = part * chunk, end = min(k8, begin + chunk);
     const Bf16x8* w_rows[kRows];
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
-        const int row = silu_stride > 0 ? row0 + r * silu_stride : min(row0 + r, n - 1);
+        const int row = min(silu_stride > 0 ? row0 + r * silu_stride : row0 + r, silu_stride > 0 ? 2 * n - 1 : n - 1);
         w_rows[r] = reinterpret_cast<const Bf16x8*>(w + static_cast<int64_t>(row) * k);
     }
     const Bf16x8* x = reinterpret_cast<const Bf16x8*>(a);
     kernels::pdl_wait();
 
     float acc[kRows] = {};
-    int c = lane;
-    for (; c + 32 * (kUnroll - 1) < k8; c += 32 * kUnroll) {
+    int c = begin + lane;
+    for (; c + 32 * (kUnroll - 1) < end; c += 32 * kUnroll) {
         Bf16x8 wv[kRows][kUnroll];
 #pragma unroll
         for (int r = 0; r < kRows; ++r)
@@ -79,38 +89,69 @@ __global__ void __launch_bounds__(kThreads, 8) gemv_kernel(const bf16* __restric
             for (int r = 0; r < kRows; ++r) fma8(acc[r], wv[r][u], av);
         }
     }
-    for (; c < k8; c += 32) {
+    for (; c < end; c += 32) {
         const Bf16x8 av = x[c];
 #pragma unroll
         for (int r = 0; r < kRows; ++r) fma8(acc[r], load_weight(&w_rows[r][c]), av);
     }
     kernels::pdl_launch_dependents();
+    float sum[kRows];
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) sum[r] = kernels::warp_sum(acc[r]);
+    if (splits > 1) {
+        if (lane == 0)
+#pragma unroll
+            for (int r = 0; r < kRows; ++r) partial[warp][r] = sum[r];
+        __syncthreads();
+        if (part != 0 || row0 >= n) return;
+#pragma unroll
+        for (int r = 0; r < kRows; ++r) {
+            sum[r] = partial[warp][r];
+            for (int p = 1; p < splits; ++p) sum[r] += partial[warp + p][r];
+        }
+    }
+    if (lane != 0) return;
     if (silu_stride > 0) {
-        const float g = kernels::warp_sum(acc[0]), u = kernels::warp_sum(acc[kRows - 1]);
-        const float g16 = __bfloat162float(__float2bfloat16(g)), u16 = __bfloat162float(__float2bfloat16(u));
-        if (lane == 0) static_cast<bf16*>(d)[row0] = __float2bfloat16(kernels::silu(g16) * u16);
+        const float g16 = __bfloat162float(__float2bfloat16(sum[0]));
+        const float u16 = __bfloat162float(__float2bfloat16(sum[kRows - 1]));
+        static_cast<bf16*>(d)[row0] = __float2bfloat16(kernels::silu(g16) * u16);
         return;
     }
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
-        const float sum = kernels::warp_sum(acc[r]);
         const int row = row0 + r;
-        if (lane != 0 || row >= n) continue;
+        if (row >= n) continue;
         if (f32_out) {
             float* out = static_cast<float*>(d);
-            out[row] = accumulate ? out[row] + sum : sum;
+            out[row] = accumulate ? out[row] + sum[r] : sum[r];
         } else {
-            static_cast<bf16*>(d)[row] = __float2bfloat16(sum);
+            static_cast<bf16*>(d)[row] = __float2bfloat16(sum[r]);
         }
     }
+}
+
+// Warps per row for a matrix of `weight_rows` x k: the most (up to 8) that keep every warp within one
+// wave of resident warps and give each lane at least two 16-byte loads. On the H200 (132 SMs) that is
+// 1B q|k|v 2, o 4, down 4; 8B q|k|v 1, o 2, down 2; gate/up and lm_head 1. Measured in the engine
+// (2026-11-30, batch 1, alternating in one run): 1B 1.004 -> 0.904 and 8B 4.536 -> 4.309 ms per token
+// against one warp per row; allowing two or four waves, or one load per lane, was slower (8B 4.24 /
+// 4.42 vs 4.16, 1B 0.926 / 0.944 / 0.965 vs 0.897, another machine), and so was splitting the gate/up
+// rows (8B 4.24-4.28). Isolated (cuda_ops_bench, no PDL) splitting looks neutral to slightly worse: what
+// it shortens is the time from pdl_wait() to the last row, which an isolated launch does not expose.
+int choose_splits(int weight_rows, int k) {
+    const int64_t resident = int64_t{64} * std::max(cuda_num_sms(), 1);
+    int splits = 1;
+    while (splits < 8 && int64_t{weight_rows} * splits * 2 <= resident && k / 8 / (splits * 2) >= 64) splits *= 2;
+    return splits;
 }
 
 template <int kRows, int kUnroll>
 cudaError_t launch_gemv(const bf16* a, const bf16* w, void* d, int n, int k, bool f32_out, bool accumulate,
                         int silu_stride, cudaStream_t stream) {
-    const int rows_per_block = kWarpsPerBlock * (silu_stride > 0 ? 1 : kRows);
-    return kernels::launch_pdl(gemv_kernel<kRows, kUnroll>, dim3(kernels::ceil_div(n, rows_per_block)), dim3(kThreads),
-                               0, stream, a, w, d, n, k, f32_out, accumulate, silu_stride);
+    const int splits = choose_splits(silu_stride > 0 ? 2 * n : n, k);
+    const int groups = silu_stride > 0 ? n : kernels::ceil_div(n, kRows);
+    return kernels::launch_pdl(gemv_kernel<kRows, kUnroll>, dim3(kernels::ceil_div(groups, kWarpsPerBlock / splits)),
+                               dim3(kThreads), 0, stream, a, w, d, n, k, f32_out, accumulate, silu_stride, splits);
 }
 
 }  // namespace
