@@ -32,11 +32,11 @@ timeout 240 backend_cuda_tests > "$out/backend_cuda_tests.log" 2>&1; echo "backe
 grep -E "^\[  (PASSED|FAILED|SKIPPED) +\]|tests? from .* ran|sampled rows" "$out/backend_cuda_tests.log" | tail -12
 export PATH="$PATH:/usr/local/cuda/bin:/usr/local/cuda/compute-sanitizer"
 timeout 120 compute-sanitizer --tool memcheck --log-file "$out/memcheck.log" backend_cuda_tests \
-    --gtest_filter='SampleRows*:SmallOpsTest.Argmax*:SmallOpsTest.Embedding*:GemmTest.DecodeRows*:GemmTest.GemvSiluMul*' \
+    --gtest_filter='SampleRows*:SmallOpsTest.*:QkvRope*:GemmTest.DecodeRows*:GemmTest.GemvSiluMul*' \
     > "$out/memcheck_gtest.log" 2>&1
 echo "memcheck rc=$?: $(tail -1 "$out/memcheck.log")"
 timeout 60 compute-sanitizer --tool racecheck --log-file "$out/racecheck.log" backend_cuda_tests \
-    --gtest_filter='SampleRowsTest.FilterEdgeValues:SampleRowsTest.VocabOfOne*:SampleRowsTest.TemperatureZero*' \
+    --gtest_filter='SampleRowsTest.FilterEdgeValues:SampleRowsTest.VocabOfOne*:SampleRowsTest.TemperatureZero*:GemmTest.GemvSiluMul*' \
     > "$out/racecheck_gtest.log" 2>&1
 echo "racecheck rc=$?: $(tail -1 "$out/racecheck.log")"
 timeout 120 executor_tests > "$out/executor_tests.log" 2>&1; echo "executor_tests rc=$?"
