@@ -42,8 +42,10 @@ struct KernelTable {
 
     // y[:, n_begin:n_end] for any m, streaming each weight row once per pass of up to
     // kGemvMaxRowsPerPass rows of x and reusing it for all of them (best for small m: decode). Thread-safe for disjoint column ranges; `scratch` holds
-    // gemv_scratch_floats(m, k) floats, 64-byte aligned, owned by the calling thread.
-    void (*gemv)(const LinearProblem& p, int64_t n_begin, int64_t n_end, float* scratch);
+    // gemv_scratch_floats(m, k) floats, 64-byte aligned, owned by the calling thread. `next_rows`
+    // (nullable, same k and dtype) is where the calling thread reads weights next: a kernel may start
+    // bringing those rows in while it finishes this range.
+    void (*gemv)(const LinearProblem& p, int64_t n_begin, int64_t n_end, const void* next_rows, float* scratch);
 
     // Same result, blocked for large m (prefill): packs [depth x cols] weight panels as fp32, and the
     // x block they multiply, into `scratch` (gemm_scratch_floats(m) floats, 64-byte aligned, owned by
@@ -70,7 +72,7 @@ inline const KernelTable& active_kernels() { return kernels_for(active_simd_leve
 // the KernelTable members. Call them only through kernels_for() (their instructions may be missing).
 namespace portable {
     float dot(const float* a, const float* b, int64_t n);  // shared by the portable kernels
-    void gemv(const LinearProblem& p, int64_t n_begin, int64_t n_end, float* scratch);
+    void gemv(const LinearProblem& p, int64_t n_begin, int64_t n_end, const void* next_rows, float* scratch);
     void gemm(const LinearProblem& p, int64_t n_begin, int64_t n_end, float* scratch);
     void dot_rows(const float* q, const float* rows, int64_t row_stride, int64_t num_rows, int64_t dim,
                   float* out);
@@ -81,7 +83,7 @@ namespace portable {
 }  // namespace portable
 #if defined(HICHAT_CPU_X86_KERNELS)
 namespace avx2 {
-    void gemv(const LinearProblem& p, int64_t n_begin, int64_t n_end, float* scratch);
+    void gemv(const LinearProblem& p, int64_t n_begin, int64_t n_end, const void* next_rows, float* scratch);
     void gemm(const LinearProblem& p, int64_t n_begin, int64_t n_end, float* scratch);
     void dot_rows(const float* q, const float* rows, int64_t row_stride, int64_t num_rows, int64_t dim,
                   float* out);
@@ -91,7 +93,7 @@ namespace avx2 {
     void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 }  // namespace avx2
 namespace avx512 {
-    void gemv(const LinearProblem& p, int64_t n_begin, int64_t n_end, float* scratch);
+    void gemv(const LinearProblem& p, int64_t n_begin, int64_t n_end, const void* next_rows, float* scratch);
     void gemm(const LinearProblem& p, int64_t n_begin, int64_t n_end, float* scratch);
     void dot_rows(const float* q, const float* rows, int64_t row_stride, int64_t num_rows, int64_t dim,
                   float* out);

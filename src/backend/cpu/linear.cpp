@@ -90,15 +90,29 @@ void linear_fused(const float* x, int64_t m, std::span<const LinearOutput> outpu
     }
     if (num_units == 0) return;
     const int num_threads = pool.num_threads();
-    auto run_units = [&](int64_t unit_begin, int64_t unit_end) {  // one contiguous range of units
-        for (const Part& part : parts) {  // the units, where they fall in each output
+    // The first weight row of unit u (u < num_units).
+    auto unit_rows = [&](int64_t u) -> const void* {
+        const Part* part = &parts[0];
+        for (const Part& q : parts)
+            if (q.first_unit <= u) part = &q;
+        const int64_t row = (u - part->first_unit) * unit;
+        return static_cast<const char*>(part->p.w) + row * part->p.k * static_cast<int64_t>(dtype_size_bytes(part->p.w_dtype));
+    };
+    // One contiguous range of units; `next_unit_begin` is the first unit this thread takes after it
+    // (or num_units): the GEMV starts bringing its rows in while it finishes the range.
+    auto run_units = [&](int64_t unit_begin, int64_t unit_end, int64_t next_unit_begin) {
+        for (size_t i = 0; i < parts.size(); ++i) {  // the units, where they fall in each output
+            const Part& part = parts[i];
             const int64_t n_begin = std::min(part.p.n, (std::max(unit_begin, part.first_unit) - part.first_unit) * unit);
             const int64_t n_end = std::min(part.p.n, (std::max(unit_end, part.first_unit) - part.first_unit) * unit);
             if (n_begin >= n_end) continue;
             if (use_gemm) {
                 kernels.gemm(part.p, n_begin, n_end, thread_scratch(gemm_scratch_floats(m)));
             } else {
-                kernels.gemv(part.p, n_begin, n_end, thread_scratch(gemv_scratch_floats(m, part.p.k)));
+                const bool range_goes_on = i + 1 < parts.size() && parts[i + 1].first_unit < unit_end;
+                const int64_t then = range_goes_on ? parts[i + 1].first_unit : next_unit_begin;
+                kernels.gemv(part.p, n_begin, n_end, then < num_units ? unit_rows(then) : nullptr,
+                             thread_scratch(gemv_scratch_floats(m, part.p.k)));
             }
             if (part.bias != nullptr) add_bias(*part.bias, part.p, n_begin, n_end);
         }
@@ -108,15 +122,24 @@ void linear_fused(const float* x, int64_t m, std::span<const LinearOutput> outpu
     // runs slow (its core busy elsewhere on a shared host) does not hold up the others at the end of the
     // region. A row is always computed whole by one thread: results do not depend on the split.
     if (use_gemm) {
-        pool.run([&](int t) { run_units(num_units * t / num_threads, num_units * (t + 1) / num_threads); });
+        pool.run([&](int t) {
+            run_units(num_units * t / num_threads, num_units * (t + 1) / num_threads, num_units);
+        });
         return;
     }
     constexpr int64_t kChunksPerThread = 8;
     const int64_t chunk = std::max<int64_t>(1, num_units / (num_threads * kChunksPerThread));
     std::atomic<int64_t> next_unit{0};
+    // Each thread claims its next chunk as it starts one, so that the chunk's end can prefetch the
+    // next one's first rows (a chunk would otherwise start cold, as every 4 KiB page does): decode
+    // 0.6-2.6% faster in 8 of 8 alternating runs on the 2-core benchmark machine (2026-11-30).
     pool.run([&](int) {
-        for (int64_t begin; (begin = next_unit.fetch_add(chunk, std::memory_order_relaxed)) < num_units;)
-            run_units(begin, std::min(begin + chunk, num_units));
+        int64_t begin = next_unit.fetch_add(chunk, std::memory_order_relaxed);
+        while (begin < num_units) {
+            const int64_t after = next_unit.fetch_add(chunk, std::memory_order_relaxed);
+            run_units(begin, std::min(begin + chunk, num_units), std::min(after, num_units));
+            begin = after;
+        }
     });
 }
 

@@ -265,7 +265,7 @@ void gemm_typed(const LinearProblem& p, int64_t n_begin, int64_t n_end, float* s
 
 }  // namespace
 
-void gemv(const LinearProblem& p, int64_t n_begin, int64_t n_end, float* scratch) {
+void gemv(const LinearProblem& p, int64_t n_begin, int64_t n_end, const void* /*next_rows*/, float* scratch) {
     // Passes of equal size, each streaming the weights once for up to kGemvMaxRowsPerPass rows of x.
     const int64_t num_passes = (p.m + kGemvMaxRowsPerPass - 1) / kGemvMaxRowsPerPass;
     const int64_t rows_per_pass = (p.m + num_passes - 1) / num_passes;

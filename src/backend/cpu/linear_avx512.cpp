@@ -87,10 +87,11 @@ inline __attribute__((always_inline)) void gemv_step(const LinearProblem& p, con
 }
 
 // y[i, row0 + r] = x[i, :] . w[row0 + r, :]   for i < M, r < R; x packed by pack_x_rows.
-// With `prefetch_next`, each cache line read from the R rows is matched by a prefetch into L2 of the
-// same line of the next R rows: a 2048-wide bf16 row is exactly one 4 KiB page, where the hardware
-// prefetcher stops, so without it every block of rows would start cold (+10-20% GB/s in a 2-thread
-// GEMV test on the benchmark machine). A sweep on 2026-11-30 (cpu_ops_bench, 4 shuffled rounds, share
+// With `next` (the first of the R rows read after these, k apart; null for none), each cache line read
+// from the R rows is matched by a prefetch into L2 of the same line of the next R rows: a 2048-wide
+// bf16 row is exactly one 4 KiB page, where the hardware prefetcher stops, so without it every block
+// of rows would start cold (+10-20% GB/s in a 2-thread GEMV test on the benchmark machine). The last
+// block of a range prefetches the first rows of the thread's next range (linear.cpp's next_rows). A sweep on 2026-11-30 (cpu_ops_bench, 4 shuffled rounds, share
 // of the read probe at m = 1) kept this: T0 was within noise (76.7-95.1% vs 79.3-93.9%), T2 likewise,
 // two or three blocks ahead 73-92%, no software prefetch 68-86%, every other line 67-76%, only the
 // first 2 or 8 lines of each row 70-83%, NTA 33-40%. Chunks of 1-16 per thread (linear.cpp) made no
@@ -98,7 +99,7 @@ inline __attribute__((always_inline)) void gemv_step(const LinearProblem& p, con
 // shift and a mask (x de-interleaved to match) instead of vpmovzxwd per half line: faster in 6 of 12
 // paired cpu_ops_bench rounds, although a stand-alone emulation of the two had read 0-10% faster.
 template <class L, int M, int R>
-void gemv_block(const LinearProblem& p, const float* x_packed, float* y, int64_t row0, bool prefetch_next) {
+void gemv_block(const LinearProblem& p, const float* x_packed, float* y, int64_t row0, const char* next) {
     constexpr int kStepsPerLine = L::kStepsPerLine;  // 16-float steps of k per 64-byte line of weights
     const int64_t k = p.k;
     __m512 acc[M][R];
@@ -108,8 +109,7 @@ void gemv_block(const LinearProblem& p, const float* x_packed, float* y, int64_t
         for (int r = 0; r < R; ++r) acc[i][r] = _mm512_setzero_ps();
     const float* xp = x_packed;
     int64_t kk = 0;
-    if (prefetch_next) {
-        const char* next = static_cast<const char*>(p.w) + (row0 + R) * k * L::kElemBytes;
+    if (next != nullptr) {
         for (; kk + 16 * kStepsPerLine <= k; kk += 16 * kStepsPerLine) {
 #pragma GCC unroll 8
             for (int r = 0; r < R; ++r) _mm_prefetch(next + (r * k + kk) * L::kElemBytes, _MM_HINT_T1);
@@ -142,20 +142,27 @@ constexpr int gemv_rows_per_block() {
 // Weight rows stream whole (k passes would cut them into segments too short for the hardware
 // prefetcher); the packed x rows then come from L1/L2.
 template <class L, int M>
-void gemv_rows(const LinearProblem& p, const float* x, float* y, int64_t n_begin, int64_t n_end, float* scratch) {
+void gemv_rows(const LinearProblem& p, const float* x, float* y, int64_t n_begin, int64_t n_end, const void* next_rows,
+               float* scratch) {
     static_assert(M <= kGemvMaxRowsPerPass);
     constexpr int R = gemv_rows_per_block<M>();
     pack_x_rows<M>(x, p.k, scratch);
+    const char* w = static_cast<const char*>(p.w);
     int64_t row = n_begin;
-    for (; row + R <= n_end; row += R) gemv_block<L, M, R>(p, scratch, y, row, row + 2 * R <= n_end);
-    for (; row < n_end; ++row) gemv_block<L, M, 1>(p, scratch, y, row, false);
+    for (; row + R <= n_end; row += R) {
+        const char* next = row + 2 * R <= n_end ? w + (row + R) * p.k * L::kElemBytes
+                           : row + R == n_end  ? static_cast<const char*>(next_rows)
+                                               : nullptr;
+        gemv_block<L, M, R>(p, scratch, y, row, next);
+    }
+    for (; row < n_end; ++row) gemv_block<L, M, 1>(p, scratch, y, row, nullptr);
 }
 
 template <class L, int... Ms>
 void gemv_dispatch(int64_t m, const LinearProblem& p, const float* x, float* y, int64_t n_begin,
-                   int64_t n_end, float* scratch, std::integer_sequence<int, Ms...>) {
+                   int64_t n_end, const void* next_rows, float* scratch, std::integer_sequence<int, Ms...>) {
     // Calls gemv_rows<L, m>: a fold over the instantiated row counts 1..kGemvMaxRowsPerPass.
-    (void)((m == Ms + 1 ? (gemv_rows<L, Ms + 1>(p, x, y, n_begin, n_end, scratch), true) : false) || ...);
+    (void)((m == Ms + 1 ? (gemv_rows<L, Ms + 1>(p, x, y, n_begin, n_end, next_rows, scratch), true) : false) || ...);
 }
 
 // ---- GEMM: large m. Weight panels of 32 rows x kGemmPanelDepth are converted to fp32 and transposed
@@ -321,7 +328,7 @@ void gemm_typed(const LinearProblem& p, int64_t n_begin, int64_t n_end, float* s
 
 }  // namespace
 
-void gemv(const LinearProblem& p, int64_t n_begin, int64_t n_end, float* scratch) {
+void gemv(const LinearProblem& p, int64_t n_begin, int64_t n_end, const void* next_rows, float* scratch) {
     // Passes of equal size, each streaming the weights once for up to kGemvMaxRowsPerPass rows of x.
     const int64_t num_passes = (p.m + kGemvMaxRowsPerPass - 1) / kGemvMaxRowsPerPass;
     const int64_t rows_per_pass = (p.m + num_passes - 1) / num_passes;
@@ -329,7 +336,9 @@ void gemv(const LinearProblem& p, int64_t n_begin, int64_t n_end, float* scratch
         using L = decltype(loader);
         for (int64_t i0 = 0; i0 < p.m; i0 += rows_per_pass) {
             int64_t rows = std::min(rows_per_pass, p.m - i0);
-            gemv_dispatch<L>(rows, p, p.x + i0 * p.k, p.y + i0 * p.n, n_begin, n_end, scratch,
+            const bool last_pass = i0 + rows >= p.m;   // an earlier pass reads the range's first rows next
+            const void* then = last_pass ? next_rows : static_cast<const char*>(p.w) + n_begin * p.k * L::kElemBytes;
+            gemv_dispatch<L>(rows, p, p.x + i0 * p.k, p.y + i0 * p.n, n_begin, n_end, then, scratch,
                              std::make_integer_sequence<int, kGemvMaxRowsPerPass>{});
         }
     });

@@ -30,7 +30,7 @@ void convert_weights(const LinearProblem& p, int64_t idx, int count, float* out)
 
 }  // namespace
 
-void gemv(const LinearProblem& p, int64_t n_begin, int64_t n_end, float* /*scratch*/) {
+void gemv(const LinearProblem& p, int64_t n_begin, int64_t n_end, const void* /*next_rows*/, float* /*scratch*/) {
     float chunk[kChunk];
     for (int64_t row = n_begin; row < n_end; ++row) {
         for (int64_t k0 = 0; k0 < p.k; k0 += kChunk) {
@@ -46,7 +46,7 @@ void gemv(const LinearProblem& p, int64_t n_begin, int64_t n_end, float* /*scrat
 }
 
 void gemm(const LinearProblem& p, int64_t n_begin, int64_t n_end, float* scratch) {
-    gemv(p, n_begin, n_end, scratch);
+    gemv(p, n_begin, n_end, nullptr, scratch);
 }
 
 }  // namespace hichat::cpu::portable
