@@ -95,8 +95,8 @@ void linear_fused(const float* x, int64_t m, std::span<const LinearOutput> outpu
         const Part* part = &parts[0];
         for (const Part& q : parts)
             if (q.first_unit <= u) part = &q;
-        const int64_t row = (u - part->first_unit) * unit;
-        return static_cast<const char*>(part->p.w) + row * part->p.k * static_cast<int64_t>(dtype_size_bytes(part->p.w_dtype));
+        const int64_t row_bytes = part->p.k * dtype_size_bytes(part->p.w_dtype);
+        return static_cast<const char*>(part->p.w) + (u - part->first_unit) * unit * row_bytes;
     };
     // One contiguous range of units; `next_unit_begin` is the first unit this thread takes after it
     // (or num_units): the GEMV starts bringing its rows in while it finishes the range.
