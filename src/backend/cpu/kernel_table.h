@@ -41,10 +41,10 @@ struct KernelTable {
     int max_gemv_rows;    // linear() uses gemv up to this m, gemm beyond
 
     // y[:, n_begin:n_end] for any m, streaming each weight row once per pass of up to
-    // kGemvMaxRowsPerPass rows of x and reusing it for all of them (best for small m: decode). Thread-safe for disjoint column ranges; `scratch` holds
-    // gemv_scratch_floats(m, k) floats, 64-byte aligned, owned by the calling thread. `next_rows`
-    // (nullable, same k and dtype) is where the calling thread reads weights next: a kernel may start
-    // bringing those rows in while it finishes this range.
+    // kGemvMaxRowsPerPass rows of x and reusing it for all of them (best for small m: decode).
+    // Thread-safe for disjoint column ranges; `scratch` holds gemv_scratch_floats(m, k) floats, 64-byte
+    // aligned, owned by the calling thread. `next_rows` (nullable, same k and dtype) is where the calling
+    // thread reads weights next: a kernel may start bringing those rows in while it finishes this range.
     void (*gemv)(const LinearProblem& p, int64_t n_begin, int64_t n_end, const void* next_rows, float* scratch);
 
     // Same result, blocked for large m (prefill): packs [depth x cols] weight panels as fp32, and the

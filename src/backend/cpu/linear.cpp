@@ -101,16 +101,15 @@ void linear_fused(const float* x, int64_t m, std::span<const LinearOutput> outpu
     // One contiguous range of units; `next_unit_begin` is the first unit this thread takes after it
     // (or num_units): the GEMV starts bringing its rows in while it finishes the range.
     auto run_units = [&](int64_t unit_begin, int64_t unit_end, int64_t next_unit_begin) {
-        for (size_t i = 0; i < parts.size(); ++i) {  // the units, where they fall in each output
-            const Part& part = parts[i];
+        for (const Part& part : parts) {  // the units, where they fall in each output
             const int64_t n_begin = std::min(part.p.n, (std::max(unit_begin, part.first_unit) - part.first_unit) * unit);
             const int64_t n_end = std::min(part.p.n, (std::max(unit_end, part.first_unit) - part.first_unit) * unit);
             if (n_begin >= n_end) continue;
             if (use_gemm) {
                 kernels.gemm(part.p, n_begin, n_end, thread_scratch(gemm_scratch_floats(m)));
             } else {
-                const bool range_goes_on = i + 1 < parts.size() && parts[i + 1].first_unit < unit_end;
-                const int64_t then = range_goes_on ? parts[i + 1].first_unit : next_unit_begin;
+                const int64_t part_end = part.first_unit + (part.p.n + unit - 1) / unit;   // the next part's first
+                const int64_t then = part_end < unit_end ? part_end : next_unit_begin;
                 kernels.gemv(part.p, n_begin, n_end, then < num_units ? unit_rows(then) : nullptr,
                              thread_scratch(gemv_scratch_floats(m, part.p.k)));
             }

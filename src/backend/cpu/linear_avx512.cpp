@@ -91,13 +91,14 @@ inline __attribute__((always_inline)) void gemv_step(const LinearProblem& p, con
 // from the R rows is matched by a prefetch into L2 of the same line of the next R rows: a 2048-wide
 // bf16 row is exactly one 4 KiB page, where the hardware prefetcher stops, so without it every block
 // of rows would start cold (+10-20% GB/s in a 2-thread GEMV test on the benchmark machine). The last
-// block of a range prefetches the first rows of the thread's next range (linear.cpp's next_rows). A sweep on 2026-11-30 (cpu_ops_bench, 4 shuffled rounds, share
-// of the read probe at m = 1) kept this: T0 was within noise (76.7-95.1% vs 79.3-93.9%), T2 likewise,
-// two or three blocks ahead 73-92%, no software prefetch 68-86%, every other line 67-76%, only the
-// first 2 or 8 lines of each row 70-83%, NTA 33-40%. Chunks of 1-16 per thread (linear.cpp) made no
-// difference beyond the host's drift. Nor did whole-line bf16 loads split into even/odd halves by a
-// shift and a mask (x de-interleaved to match) instead of vpmovzxwd per half line: faster in 6 of 12
-// paired cpu_ops_bench rounds, although a stand-alone emulation of the two had read 0-10% faster.
+// block of a range prefetches the first rows of the thread's next range (linear.cpp's next_rows).
+// A sweep on 2026-11-30 (cpu_ops_bench, 4 shuffled rounds, share of the read probe at m = 1) kept this:
+// T0 was within noise (76.7-95.1% vs 79.3-93.9%), T2 likewise, two or three blocks ahead 73-92%, no
+// software prefetch 68-86%, every other line 67-76%, only the first 2 or 8 lines of each row 70-83%,
+// NTA 33-40%. Chunks of 1-16 per thread (linear.cpp) made no difference beyond the host's drift. Nor
+// did whole-line bf16 loads split into even/odd halves by a shift and a mask (x de-interleaved to
+// match) instead of vpmovzxwd per half line: faster in 6 of 12 paired cpu_ops_bench rounds, although a
+// stand-alone emulation of the two had read 0-10% faster.
 template <class L, int M, int R>
 void gemv_block(const LinearProblem& p, const float* x_packed, float* y, int64_t row0, const char* next) {
     constexpr int kStepsPerLine = L::kStepsPerLine;  // 16-float steps of k per 64-byte line of weights
