@@ -85,7 +85,7 @@ cat "$out/hf_1b.log"
 
 echo "== cuda_ops_bench"
 timeout 90 cuda_ops_bench > "$out/ops_bench.log" 2>&1; echo "cuda_ops_bench rc=$?"
-grep -E "gemv|cublasLt|decode|prefill|sample|argmax" "$out/ops_bench.log"
+grep -E "gemv|cublasLt|decode|prefill|sample|argmax|rope" "$out/ops_bench.log"
 
 echo "== summary (engine, model, batch, prompt, output, ms/token, output tok/s, ttft ms)"
 python3 - "$results" <<'PY'

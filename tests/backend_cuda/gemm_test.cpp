@@ -110,7 +110,7 @@ TEST_F(GemmTest, DecodeRowsMatchCpuThroughGemvAndCublas) {
 // The fused gate/up GEMV with SwiGLU equals gemv to bf16 then silu_mul, bit for bit: same per-row
 // sums, same roundings.
 TEST_F(GemmTest, GemvSiluMulEqualsGemvThenSiluMul) {
-    for (const auto [inter, k] : {std::pair{1, 8}, {7, 24}, {111, 2048}, {989, 4104}, {3584, 4096}}) {
+    for (const auto& [inter, k] : {std::pair{1, 8}, {7, 24}, {111, 2048}, {989, 4104}, {3584, 4096}}) {
         const uint32_t seed = fresh_seed();
         SCOPED_TRACE(::testing::Message() << "intermediate " << inter << " k " << k << " seed " << seed);
         std::mt19937 rng(seed);

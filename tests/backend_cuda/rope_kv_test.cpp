@@ -144,6 +144,8 @@ TEST_F(QkvRopeTest, RejectsUnsupportedHeadDim) {
     p.num_kv_heads = 1;
     p.head_dim = 63;
     EXPECT_EQ(qkv_rope_kv_write(p, nullptr), cudaErrorInvalidValue);
+    p.head_dim = 66;   // pairs go two at a time
+    EXPECT_EQ(qkv_rope_kv_write(p, nullptr), cudaErrorInvalidValue);
     p.head_dim = 512;
     EXPECT_EQ(qkv_rope_kv_write(p, nullptr), cudaErrorInvalidValue);
 }

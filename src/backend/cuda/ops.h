@@ -29,7 +29,7 @@ cudaError_t rms_norm(const float* x, int rows, int dim, const bf16* w, float eps
 // adds bias (nullable, same width), applies per-head RMSNorm to q and k when q_norm/k_norm are given
 // ([head_dim] bf16, Qwen3), rotates q and k (rotate-half RoPE: pairs (j, j + head_dim/2), angle
 // positions[t] * inv_freq[j]), writes q to q_out [T, num_heads * head_dim] bf16 and k, v into the
-// paged cache at slot_mapping[t].
+// paged cache at slot_mapping[t]. head_dim a multiple of 4, at most 256; pointers 4-byte aligned.
 struct QkvRopeParams {
     const bf16* qkv;             // [T, width]
     const bf16* bias;            // [width] or null
