@@ -11,7 +11,9 @@
 // loads of a pass held in registers (84-92 registers: 6144 x 4096 2.13 vs 2.74 TB/s, 8B batch 1 4.94
 // vs 4.62 ms); weights copied into shared memory with cp.async, 3 pieces of 4 KiB in flight per warp,
 // the first before pdl_wait(), on a grid of 1-4 blocks of 4 warps per SM (2.0 TB/s at best, 8B batch 1
-// 5.5-9.5 ms).
+// 5.5-9.5 ms). Also dropped (NOTES.md, afternoon of 2026-11-30): work folded into this kernel, namely
+// the input RMSNorm made by every block, RoPE + KV write in the epilogue, the next RMSNorm by the last
+// block; even switched off, their code and parameters made the 1B's step 3% slower.
 #include <algorithm>
 
 #include "backend/cuda/device_info.h"
