@@ -8,10 +8,13 @@
 #   4. hichat serve + hichat bench serve, 1000/1000 at concurrency 256 (served vs engine);
 #   5. transformers generate() on the same checkpoints and shapes (the peer, same run);
 #   6. cuda_ops_bench.
-# Writes OUT_DIR/results.jsonl (every line tagged with gpu, commit, date) and OUT_DIR/logs.tar.gz;
-# prints a table.
+# Writes OUT_DIR/results.jsonl (every line tagged with gpu, commit, date), OUT_DIR/logs.tar.gz and
+# OUT_DIR/console.txt (everything printed, the record's console log); prints a table.
 set -uo pipefail
 dest=${1:?usage: scripts/gpu_bench.sh OUT_DIR [COMMIT]}
+mkdir -p "$dest"
+exec > >(tee "$dest/console.txt") 2>&1
+tee_pid=$!
 out=$(mktemp -d)   # the logs, packed into one file at the end
 commit=${2:-$(git rev-parse --short HEAD 2> /dev/null || echo unknown)}
 . .bundle/env.sh
@@ -102,3 +105,5 @@ for line in open(sys.argv[1]):
           f"{'' if d.get('overlap', True) else '  (no overlap)'}")
 PY
 tar -C "$out" -czf "$dest/logs.tar.gz" .
+exec > /dev/null 2>&1   # the console is complete once tee has read the last line
+wait "$tee_pid"
