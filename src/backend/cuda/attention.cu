@@ -92,7 +92,7 @@ cudaError_t paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_ca
         block_size <= 0 || meta.max_seq_len_q <= 0)
         return cudaErrorInvalidValue;
     if (!kernels::host_aligned16(k_cache) || !kernels::host_aligned16(v_cache) ||
-        (reinterpret_cast<uintptr_t>(out) & 3u) != 0)
+        !kernels::host_aligned(out, 4))
         return cudaErrorMisalignedAddress;
     attn::AttnArgs a;
     a.q = q;

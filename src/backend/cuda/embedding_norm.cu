@@ -131,8 +131,8 @@ cudaError_t embedding(const int32_t* ids, const int32_t* prev_ids, int num_token
 cudaError_t rms_norm(const float* x, int rows, int dim, const bf16* w, float eps, bf16* out, cudaStream_t stream) {
     if (rows <= 0 || dim <= 0) return rows < 0 || dim < 0 ? cudaErrorInvalidValue : cudaSuccess;
     // float4 of x, two bf16x2 of w and out: 16-byte x rows, 8-byte w and out rows.
-    const bool vec = dim % 4 == 0 && kernels::host_aligned16(x) && (reinterpret_cast<uintptr_t>(w) % 8) == 0 &&
-                     (reinterpret_cast<uintptr_t>(out) % 8) == 0;
+    const bool vec = dim % 4 == 0 && kernels::host_aligned16(x) && kernels::host_aligned(w, 8) &&
+                     kernels::host_aligned(out, 8);
     return kernels::launch_pdl(rms_norm_kernel, dim3(rows), dim3(kRowThreads), 0, stream, x, dim, w, eps, out, vec);
 }
 

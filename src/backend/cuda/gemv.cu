@@ -162,7 +162,7 @@ cudaError_t launch_gemv(const bf16* a, const bf16* w, void* d, int n, int k, boo
 
 bool gemv_applies(const void* a, const void* w, const void* d, int m, int k) {
     return m == 1 && k % 8 == 0 && k > 0 && kernels::host_aligned16(a) &&
-           kernels::host_aligned16(w) && (reinterpret_cast<uintptr_t>(d) & 3u) == 0;
+           kernels::host_aligned16(w) && kernels::host_aligned(d, 4);
 }
 
 cudaError_t gemv(const bf16* a, const bf16* w, void* d, bool f32_out, int m, int n, int k, bool accumulate,

@@ -64,7 +64,9 @@ __device__ __forceinline__ bool is_aligned16(const void* p) {
     return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
 }
 
-inline bool host_aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+// Host side: p is a multiple of `bytes` (a power of two); null counts as aligned.
+inline bool host_aligned(const void* p, uintptr_t bytes) { return (reinterpret_cast<uintptr_t>(p) & (bytes - 1)) == 0; }
+inline bool host_aligned16(const void* p) { return host_aligned(p, 16); }
 
 inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
 

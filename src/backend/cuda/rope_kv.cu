@@ -8,6 +8,8 @@
 // Measured (H200, cuda_ops_bench, 4096 tokens 32/8 x 128): 0.049 ms (2.06 TB/s) against 0.060 ms (1.7)
 // with one bf16 per lane and a sincosf per pair and head. head_dim % 4 == 0 and at most
 // 2 * 64 * kPairRounds; 4-byte aligned pointers.
+#include <initializer_list>
+
 #include "backend/cuda/kernel_util.cuh"
 #include "backend/cuda/ops.h"
 
@@ -120,8 +122,6 @@ __global__ void qkv_rope_kv_kernel(QkvRopeParams p) {
     }
 }
 
-bool aligned4(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 3u) == 0; }
-
 }  // namespace
 
 cudaError_t qkv_rope_kv_write(const QkvRopeParams& p, cudaStream_t stream) {
@@ -129,11 +129,9 @@ cudaError_t qkv_rope_kv_write(const QkvRopeParams& p, cudaStream_t stream) {
     if (p.head_dim <= 0 || p.head_dim % 4 != 0 || p.head_dim > 2 * kMaxHalf || p.num_heads <= 0 ||
         p.num_kv_heads <= 0)
         return cudaErrorInvalidValue;
-    for (const void* ptr : {static_cast<const void*>(p.qkv), static_cast<const void*>(p.bias),
-                            static_cast<const void*>(p.q_norm), static_cast<const void*>(p.k_norm),
-                            static_cast<const void*>(p.q_out), static_cast<const void*>(p.k_cache),
-                            static_cast<const void*>(p.v_cache)})
-        if (!aligned4(ptr)) return cudaErrorInvalidValue;
+    for (const void* ptr : std::initializer_list<const void*>{p.qkv, p.bias, p.q_norm, p.k_norm, p.q_out, p.k_cache,
+                                                          p.v_cache})
+        if (!kernels::host_aligned(ptr, 4)) return cudaErrorInvalidValue;
     const int head_groups = kernels::ceil_div(p.num_heads + 2 * p.num_kv_heads, kWarps);
     return kernels::launch_pdl(qkv_rope_kv_kernel, dim3(p.num_tokens, head_groups), dim3(32 * kWarps), 0, stream, p);
 }
