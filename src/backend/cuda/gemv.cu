@@ -43,44 +43,28 @@ __device__ __forceinline__ void fma8(float& acc, const Bf16x8& w, const Bf16x8& 
     }
 }
 
-// Each row (a pair of rows for the SwiGLU) is read by `splits` warps of one block (1, 2, 4 or 8), each
+// Each row (a pair of rows for the SwiGLU) is read by kSplits warps of one block (1, 2, 4 or 8), each
 // streaming its slice of k: [p * chunk, (p + 1) * chunk) in 16-byte words, chunk a multiple of 32.
 // Splitting k lets short matrices fill the GPU with warps (a 2048 x 2048 o-proj is 2,048 warps, a
 // quarter of an H200's resident 8,448); the partial sums meet in shared memory and are added in slice
 // order, so the bits depend only on (rows, k) through choose_splits(), never on the launch.
-// grid: ceil(row groups / (kWarpsPerBlock / splits)); a row group is kRows rows (plain products) or the
-// gate row j with the up row j + silu_stride (kRows == 2, silu_stride > 0: w is the fused gate/up weight
-// [2 * silu_stride, k], n = silu_stride) whose warp writes bf16(silu(g) * u) of the bf16-rounded g and
-// u: the SwiGLU of silu_mul() without the round trip through memory. k % 8 == 0, 16-byte aligned a, w.
-// Launched with programmatic dependent launch; the next kernel may start once every warp is past its
-// weight stream (an earlier trigger, and loading weights before pdl_wait(), measured slower).
-// At most 32 registers (8 blocks = 64 warps per SM): the stream is carried by resident warps, not by
-// loads in flight per warp. The fused gate/up instance took 40 (48 warps) without the bound: 3.71 vs
-// 3.84 TB/s, batch-1 decode 1.055 / 4.62 vs 1.02 / 4.45 ms per token for the 1B / 8B (2026-11-30).
-template <int kRows, int kUnroll>
-__global__ void __launch_bounds__(kThreads, 8) gemv_kernel(const bf16* __restrict__ a, const bf16* __restrict__ w,
-                                                        void* __restrict__ d, int n, int k, bool f32_out,
-                                                        bool accumulate, int silu_stride, int splits) {
-    __shared__ float partial[kWarpsPerBlock][kRows];
-    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int part = warp % splits;
-    const int row0 = (blockIdx.x * (kWarpsPerBlock / splits) + warp / splits) * (silu_stride > 0 ? 1 : kRows);
-    if (splits == 1 && row0 >= n) return;   // with splits > 1 every warp reaches the barrier
+struct Slice {
+    int begin, end;
+};
+template <int kSplits>
+__device__ __forceinline__ Slice slice_of(int k, int part) {
     const int k8 = k / 8;
-    const int chunk = (k8 + 32 * splits - 1) / (32 * splits) * 32;
-    const int begin = part * chunk, end = min(k8, begin + chunk);
-    const Bf16x8* w_rows[kRows];
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-        const int row = min(silu_stride > 0 ? row0 + r * silu_stride : row0 + r, silu_stride > 0 ? 2 * n - 1 : n - 1);
-        w_rows[r] = reinterpret_cast<const Bf16x8*>(w + static_cast<int64_t>(row) * k);
-    }
-    const Bf16x8* x = reinterpret_cast<const Bf16x8*>(a);
-    kernels::pdl_wait();
+    const int chunk = (k8 + 32 * kSplits - 1) / (32 * kSplits) * 32;
+    return {part * chunk, min(k8, part * chunk + chunk)};
+}
 
-    float acc[kRows] = {};
-    int c = begin + lane;
-    for (; c + 32 * (kUnroll - 1) < end; c += 32 * kUnroll) {
+// acc[r] += w_rows[r][c] . x[c] over this lane's words c of the slice (lane, lane + 32, ...), kUnroll
+// loads per row issued before their products, in word order (the bits of one fixed summation).
+template <int kRows, int kUnroll>
+__device__ __forceinline__ void stream_rows(const Bf16x8* const (&w_rows)[kRows], const Bf16x8* x, Slice s,
+                                            int lane, float (&acc)[kRows]) {
+    int c = s.begin + lane;
+    for (; c + 32 * (kUnroll - 1) < s.end; c += 32 * kUnroll) {
         Bf16x8 wv[kRows][kUnroll];
 #pragma unroll
         for (int r = 0; r < kRows; ++r)
@@ -93,45 +77,85 @@ __global__ void __launch_bounds__(kThreads, 8) gemv_kernel(const bf16* __restric
             for (int r = 0; r < kRows; ++r) fma8(acc[r], wv[r][u], av);
         }
     }
-    for (; c < end; c += 32) {
+    for (; c < s.end; c += 32) {
         const Bf16x8 av = x[c];
 #pragma unroll
         for (int r = 0; r < kRows; ++r) fma8(acc[r], load_weight(&w_rows[r][c]), av);
     }
-    kernels::pdl_launch_dependents();
-    float sum[kRows];
+}
+
+// The row sums of the warp group: warp sums, then (kSplits > 1) the group's slices added in order in
+// shared memory. True for the one lane that holds the result (lane 0 of the group's first warp).
+template <int kSplits, int kRows>
+__device__ __forceinline__ bool reduce_rows(float (&sum)[kRows], float (&partial)[kWarpsPerBlock][kRows], int warp,
+                                            int lane, bool live) {
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) sum[r] = kernels::warp_sum(acc[r]);
-    if (splits > 1) {
+    for (int r = 0; r < kRows; ++r) sum[r] = kernels::warp_sum(sum[r]);
+    if constexpr (kSplits > 1) {
         if (lane == 0)
 #pragma unroll
             for (int r = 0; r < kRows; ++r) partial[warp][r] = sum[r];
         __syncthreads();
-        if (part != 0 || row0 >= n) return;
+        if (warp % kSplits != 0) return false;
 #pragma unroll
-        for (int r = 0; r < kRows; ++r) {
-            sum[r] = partial[warp][r];
-            for (int p = 1; p < splits; ++p) sum[r] += partial[warp + p][r];
-        }
-    }
-    if (lane != 0) return;
-    if (silu_stride > 0) {
-        const float g16 = __bfloat162float(__float2bfloat16(sum[0]));
-        const float u16 = __bfloat162float(__float2bfloat16(sum[kRows - 1]));
-        static_cast<bf16*>(d)[row0] = __float2bfloat16(kernels::silu(g16) * u16);
-        return;
-    }
+        for (int r = 0; r < kRows; ++r)
 #pragma unroll
-    for (int r = 0; r < kRows; ++r) {
-        const int row = row0 + r;
-        if (row >= n) continue;
-        if (f32_out) {
-            float* out = static_cast<float*>(d);
-            out[row] = accumulate ? out[row] + sum[r] : sum[r];
-        } else {
-            static_cast<bf16*>(d)[row] = __float2bfloat16(sum[r]);
-        }
+            for (int p = 1; p < kSplits; ++p) sum[r] += partial[warp + p][r];
     }
+    return live && lane == 0;
+}
+
+// Two kernels, each with nothing but its own product: the gemv lost 1-3% of a batch-1 step to code it
+// never ran (runtime row counts and split counts, epilogues of the other use). Launched with
+// programmatic dependent launch; the next kernel may start once every warp is past its weight stream
+// (an earlier trigger, and loading weights before pdl_wait(), measured slower). At most 32 registers
+// (8 blocks = 64 warps per SM): the stream is carried by resident warps, not by loads in flight per
+// warp. The fused gate/up instance took 40 (48 warps) without the bound: 3.71 vs 3.84 TB/s, batch-1
+// decode 1.055 / 4.62 vs 1.02 / 4.45 ms per token for the 1B / 8B (2026-11-30).
+// grid: ceil(n / (kWarpsPerBlock / kSplits)). d[row] = W[row] . a, fp32 (optionally added to d) or bf16.
+template <int kSplits>
+__global__ void __launch_bounds__(kThreads, 8) gemv_kernel(const bf16* __restrict__ a, const bf16* __restrict__ w,
+                                                        void* __restrict__ d, int n, int k, bool f32_out,
+                                                        bool accumulate) {
+    __shared__ float partial[kWarpsPerBlock][1];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int row = blockIdx.x * (kWarpsPerBlock / kSplits) + warp / kSplits;
+    if (kSplits == 1 && row >= n) return;   // with splits > 1 every warp reaches the barrier
+    const Bf16x8* const w_rows[1] = {reinterpret_cast<const Bf16x8*>(w + static_cast<int64_t>(min(row, n - 1)) * k)};
+    kernels::pdl_wait();
+    float sum[1] = {0.0f};
+    stream_rows<1, 16>(w_rows, reinterpret_cast<const Bf16x8*>(a), slice_of<kSplits>(k, warp % kSplits), lane, sum);
+    kernels::pdl_launch_dependents();
+    if (!reduce_rows<kSplits>(sum, partial, warp, lane, row < n)) return;
+    if (f32_out) {
+        float* out = static_cast<float*>(d);
+        out[row] = accumulate ? out[row] + sum[0] : sum[0];
+    } else {
+        static_cast<bf16*>(d)[row] = __float2bfloat16(sum[0]);
+    }
+}
+
+// grid: ceil(n / (kWarpsPerBlock / kSplits)). The gate row j and the up row j + n of w [2n, k]: the
+// warp group writes out[j] = bf16(silu(g) * u) of the bf16-rounded g and u, the SwiGLU of silu_mul()
+// without the round trip through memory; two rows with 8 loads each in flight.
+template <int kSplits>
+__global__ void __launch_bounds__(kThreads, 8) gemv_silu_kernel(const bf16* __restrict__ a, const bf16* __restrict__ w,
+                                                             bf16* __restrict__ out, int n, int k) {
+    __shared__ float partial[kWarpsPerBlock][2];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int j = blockIdx.x * (kWarpsPerBlock / kSplits) + warp / kSplits;
+    if (kSplits == 1 && j >= n) return;
+    const int64_t gate = min(j, n - 1);
+    const Bf16x8* const w_rows[2] = {reinterpret_cast<const Bf16x8*>(w + gate * k),
+                                     reinterpret_cast<const Bf16x8*>(w + (gate + n) * k)};
+    kernels::pdl_wait();
+    float sum[2] = {0.0f, 0.0f};
+    stream_rows<2, 8>(w_rows, reinterpret_cast<const Bf16x8*>(a), slice_of<kSplits>(k, warp % kSplits), lane, sum);
+    kernels::pdl_launch_dependents();
+    if (!reduce_rows<kSplits>(sum, partial, warp, lane, j < n)) return;
+    const float g16 = __bfloat162float(__float2bfloat16(sum[0]));
+    const float u16 = __bfloat162float(__float2bfloat16(sum[1]));
+    out[j] = __float2bfloat16(kernels::silu(g16) * u16);
 }
 
 // Warps per row for a matrix of `weight_rows` x k: the most (up to 8) that keep every warp within one
@@ -149,13 +173,13 @@ int choose_splits(int weight_rows, int k) {
     return splits;
 }
 
-template <int kRows, int kUnroll>
-cudaError_t launch_gemv(const bf16* a, const bf16* w, void* d, int n, int k, bool f32_out, bool accumulate,
-                        int silu_stride, cudaStream_t stream) {
-    const int splits = choose_splits(silu_stride > 0 ? 2 * n : n, k);
-    const int groups = silu_stride > 0 ? n : kernels::ceil_div(n, kRows);
-    return kernels::launch_pdl(gemv_kernel<kRows, kUnroll>, dim3(kernels::ceil_div(groups, kWarpsPerBlock / splits)),
-                               dim3(kThreads), 0, stream, a, w, d, n, k, f32_out, accumulate, silu_stride, splits);
+// Launches the instance of the split count (k1, k2, k4, k8: the kernel for 1, 2, 4, 8) over `rows` rows.
+template <typename... Params, typename... Args>
+cudaError_t launch_split(int splits, int rows, cudaStream_t stream, void (*k1)(Params...), void (*k2)(Params...),
+                         void (*k4)(Params...), void (*k8)(Params...), Args... args) {
+    auto* kernel = splits == 1 ? k1 : splits == 2 ? k2 : splits == 4 ? k4 : k8;
+    return kernels::launch_pdl(kernel, dim3(kernels::ceil_div(rows, kWarpsPerBlock / splits)), dim3(kThreads), 0,
+                               stream, args...);
 }
 
 }  // namespace
@@ -169,14 +193,17 @@ cudaError_t gemv(const bf16* a, const bf16* w, void* d, bool f32_out, int m, int
                  cudaStream_t stream) {
     if (n == 0) return cudaSuccess;
     if (!gemv_applies(a, w, d, m, k) || n < 0 || (accumulate && !f32_out)) return cudaErrorInvalidValue;
-    return launch_gemv<1, 16>(a, w, d, n, k, f32_out, accumulate, 0, stream);
+    return launch_split(choose_splits(n, k), n, stream, gemv_kernel<1>, gemv_kernel<2>, gemv_kernel<4>, gemv_kernel<8>,
+                        a, w, d, n, k, f32_out, accumulate);
 }
 
 cudaError_t gemv_silu_mul(const bf16* a, const bf16* w_gate_up, bf16* out, int intermediate, int k,
                           cudaStream_t stream) {
     if (intermediate == 0) return cudaSuccess;
     if (!gemv_applies(a, w_gate_up, out, 1, k) || intermediate < 0) return cudaErrorInvalidValue;
-    return launch_gemv<2, 8>(a, w_gate_up, out, intermediate, k, false, false, intermediate, stream);
+    return launch_split(choose_splits(2 * intermediate, k), intermediate, stream, gemv_silu_kernel<1>,
+                        gemv_silu_kernel<2>, gemv_silu_kernel<4>, gemv_silu_kernel<8>, a, w_gate_up, out,
+                        intermediate, k);
 }
 
 }  // namespace hichat::cuda
