@@ -1,19 +1,25 @@
 // gemv: d[n] (+)= W[n, k] a[k] for a one-token step, where the weight read is everything: each warp
 // streams its weight rows (or a slice of their k, when rows alone are too few to fill the GPU) with
-// 16-byte loads, many in flight per lane, and reduces across the warp; fp32 accumulation. Two
-// instances: one row per warp with 16 loads in flight (plain products) and two rows with 8 (the fused
-// gate/up + SwiGLU, whose rows come in pairs).
+// 16-byte loads, many in flight per lane, and reduces across the warp; fp32 accumulation. Two kernels,
+// each a template of its split count only: gemv_kernel, one row per warp group with 16 loads in flight
+// (plain products), and gemv_silu_kernel, the gate/up row pair with 8 each (the fused SwiGLU). One
+// generic kernel with both paths and a runtime split count was 1.9-3% slower per batch-1 step (8B
+// 4.201 -> 4.122, 1B 0.904 -> 0.877 ms per token, two rounds alternating in one device run,
+// 2026-11-30): the gemv pays for code it never runs.
 // Measured on the H200 (cuda_ops_bench, TB/s of weights; one machine, 2026-11-30): 6144 x 4096 2.72,
 // 4096 x 14336 3.15, 128256 x 4096 4.22, against 2.64 / 2.74 / 4.14 for the earlier two rows x 4
 // loads and cuBLASLt's 2.0 / 2.9 / 4.0 at m = 1 (another machine); at m = 4 and 8 cuBLASLt wins, hence
 // m == 1 only. Tried and dropped (all slower): a block-wide k split for every shape (8 warps per row);
-// an L2 bulk prefetch or the first weight loads issued before pdl_wait(); an early PDL trigger; all 16
-// loads of a pass held in registers (84-92 registers: 6144 x 4096 2.13 vs 2.74 TB/s, 8B batch 1 4.94
-// vs 4.62 ms); weights copied into shared memory with cp.async, 3 pieces of 4 KiB in flight per warp,
-// the first before pdl_wait(), on a grid of 1-4 blocks of 4 warps per SM (2.0 TB/s at best, 8B batch 1
-// 5.5-9.5 ms). Also dropped (NOTES.md, afternoon of 2026-11-30): work folded into this kernel, namely
-// the input RMSNorm made by every block, RoPE + KV write in the epilogue, the next RMSNorm by the last
-// block; even switched off, their code and parameters made the 1B's step 3% slower.
+// an L2 bulk prefetch or the first weight loads issued before pdl_wait() (again on the lean kernel,
+// the first 4 per lane: 8B 4.237 vs 4.129); an early PDL trigger; all 16 loads of a pass held in
+// registers (84-92 registers: 6144 x 4096 2.13 vs 2.74 TB/s, 8B batch 1 4.94 vs 4.62 ms); the tail
+// after the full passes as predicated groups of 4 loads (8B 4.40 vs 4.22); the activation read as one
+// 16-byte load instead of the four 4-byte loads the struct copy compiles to (more registers, spills
+// at the 32 cap: 8B 4.20-4.24 vs 4.13); weights copied into shared memory with cp.async, 3 pieces of
+// 4 KiB in flight per warp, the first before pdl_wait(), on a grid of 1-4 blocks of 4 warps per SM (2.0
+// TB/s at best, 8B batch 1 5.5-9.5 ms). Also dropped (NOTES.md, afternoon of 2026-11-30): work folded
+// into this kernel, namely the input RMSNorm made by every block, RoPE + KV write in the epilogue, the
+// next RMSNorm by the last block.
 #include <algorithm>
 
 #include "backend/cuda/device_info.h"
