@@ -2,7 +2,9 @@
 # Quick GPU-machine check, from the repo root with the bundle in .bundle: the CUDA op and executor
 # tests, memcheck on the step kernels, GEMV figures, then 1B and 8B batch-1 engine runs in the
 # variants of VARIANTS ("ENV=.. [flags]" per item, separated by ';'; BIN=name runs .bundle/bin/name,
-# an older build copied there, instead of hichat).
+# an older build copied there, instead of hichat). Switches: MEMCHECK=0 skips compute-sanitizer (memcheck
+# on executor tests, memcheck + racecheck on the backend tests of SANITIZE_FILTER), GEMM_BENCH=0 the GEMV
+# figures, THROUGHPUT=1 adds the 1B at batch 256 per variant.
 set -uo pipefail; . .bundle/env.sh; export HICHAT_FIXTURES_DIR=$PWD/tests/fixtures PYTHONUNBUFFERED=1
 export PATH="$PATH:/usr/local/cuda/bin:/usr/local/cuda/compute-sanitizer"
 log=$(mktemp -d); SANITIZE_FILTER=${SANITIZE_FILTER:-Gemm*:QkvRope*}
