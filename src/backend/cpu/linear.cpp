@@ -41,7 +41,7 @@ void add_bias(const WeightTensor& bias, const LinearProblem& p, int64_t n_begin,
 struct Part {
     LinearProblem p;
     const WeightTensor* bias = nullptr;  // null when absent
-    int64_t first_unit = 0;
+    int64_t first_unit = 0, end_unit = 0;   // its units [first_unit, end_unit) of the fused range
 };
 
 // Checks the outputs and sets them up; outputs with k == 0 are filled here (zeros + bias).
@@ -87,6 +87,7 @@ void linear_fused(const float* x, int64_t m, std::span<const LinearOutput> outpu
     for (Part& part : parts) {
         part.first_unit = num_units;
         num_units += (part.p.n + unit - 1) / unit;
+        part.end_unit = num_units;
     }
     if (num_units == 0) return;
     const int num_threads = pool.num_threads();
@@ -108,8 +109,7 @@ void linear_fused(const float* x, int64_t m, std::span<const LinearOutput> outpu
             if (use_gemm) {
                 kernels.gemm(part.p, n_begin, n_end, thread_scratch(gemm_scratch_floats(m)));
             } else {
-                const int64_t part_end = part.first_unit + (part.p.n + unit - 1) / unit;   // the next part's first
-                const int64_t then = part_end < unit_end ? part_end : next_unit_begin;
+                const int64_t then = part.end_unit < unit_end ? part.end_unit : next_unit_begin;
                 kernels.gemv(part.p, n_begin, n_end, then < num_units ? unit_rows(then) : nullptr,
                              thread_scratch(gemv_scratch_floats(m, part.p.k)));
             }

@@ -33,7 +33,7 @@ using kernels::Bf16x8;
 
 constexpr int kThreads = 256;
 constexpr int kWarpsPerBlock = kThreads / 32;
-// A weight load: read once, never reused, so it bypasses L1 (read-only path).
+// A weight load: read once, never reused; the read-only (non-coherent) path, which still allocates in L1.
 __device__ __forceinline__ Bf16x8 load_weight(const Bf16x8* p) {
     const int4 v = __ldg(reinterpret_cast<const int4*>(p));
     return *reinterpret_cast<const Bf16x8*>(&v);
