@@ -129,8 +129,9 @@ struct CudaRunner::Impl {
                          cuda::AttentionMetadata& m);
     // Embedding (placeholder ids resolved from the last step's device ids) and the layers.
     void enqueue_layers(const cuda::AttentionMetadata& m);
-    // Final norm and LM head of logit rows [begin, begin + n) into `logits`.
-    void enqueue_lm_head(int begin, int n);
+    // Final norm and LM head of logit rows [begin, begin + n) into `logits`. rows_are_tokens: logit
+    // row i is token i (a decode graph's one-token sequences), so the norm reads x without a gather.
+    void enqueue_lm_head(int begin, int n, bool rows_are_tokens = false);
     // The ids of logit rows [begin, begin + n) (sampled by the step's parameters, or argmax) into the
     // device ids at `begin`.
     void enqueue_pick(int begin, int n, bool sampled);
@@ -342,12 +343,16 @@ void CudaRunner::Impl::run_layer(int layer, const cuda::AttentionMetadata& m, in
     CUDA_CHECK(gemm.run(ptr<bf16>(act), ptr<bf16>(w.down), x.data(), cuda::GemmOut::kF32, t, hidden, inter, true, stream));
 }
 
-void CudaRunner::Impl::enqueue_lm_head(int begin, int n) {
+void CudaRunner::Impl::enqueue_lm_head(int begin, int n, bool rows_are_tokens) {
     const int hidden = cfg.hidden_size, vocab = cfg.vocab_size;
     const bf16* head = weights.lm_head.empty() ? ptr<bf16>(weights.embed) : ptr<bf16>(weights.lm_head);
-    CUDA_CHECK(cuda::gather_rows(ptr<float>(x), device_meta(layout.logit_rows) + begin, n, hidden, ptr<float>(rows),
-                                 stream));
-    CUDA_CHECK(cuda::rms_norm(ptr<float>(rows), n, hidden, ptr<bf16>(weights.final_norm), cfg.rms_norm_eps,
+    const float* src = ptr<float>(x) + static_cast<size_t>(begin) * hidden;
+    if (!rows_are_tokens) {
+        CUDA_CHECK(cuda::gather_rows(ptr<float>(x), device_meta(layout.logit_rows) + begin, n, hidden,
+                                     ptr<float>(rows), stream));
+        src = ptr<float>(rows);
+    }
+    CUDA_CHECK(cuda::rms_norm(src, n, hidden, ptr<bf16>(weights.final_norm), cfg.rms_norm_eps,
                               ptr<bf16>(row_norm), stream));
     CUDA_CHECK(gemm.run(ptr<bf16>(row_norm), head, logits.data(), cuda::GemmOut::kF32, n, vocab, hidden, false, stream));
 }
@@ -368,7 +373,7 @@ void CudaRunner::Impl::enqueue_pick(int begin, int n, bool sampled) {
 void CudaRunner::Impl::enqueue_decode_graph(const GraphKey& key, const cuda::AttentionMetadata& m) {
     auto enqueue = [&] {
         enqueue_layers(m);
-        enqueue_lm_head(0, key.batch);
+        enqueue_lm_head(0, key.batch, true);
         enqueue_pick(0, key.batch, key.sampled);
     };
     auto it = graphs.find(key);

@@ -19,7 +19,9 @@
 // 4 KiB in flight per warp, the first before pdl_wait(), on a grid of 1-4 blocks of 4 warps per SM (2.0
 // TB/s at best, 8B batch 1 5.5-9.5 ms). Also dropped (NOTES.md, afternoon of 2026-11-30): work folded
 // into this kernel, namely the input RMSNorm made by every block, RoPE + KV write in the epilogue, the
-// next RMSNorm by the last block.
+// next RMSNorm by the last block. And (2026-11-30, later) a grid of at most 8 blocks per SM whose blocks
+// walk their row groups instead of exiting (8B 4.57 vs 4.09, 1B 0.951 vs 0.859 ms per token; the
+// pair instance spilled 88 bytes).
 #include <algorithm>
 
 #include "backend/cuda/device_info.h"
@@ -33,9 +35,13 @@ using kernels::Bf16x8;
 
 constexpr int kThreads = 256;
 constexpr int kWarpsPerBlock = kThreads / 32;
-// A weight load: read once, never reused; the read-only (non-coherent) path, which still allocates in L1.
+// A weight load: read once, never reused, so it streams past L1 (L1::no_allocate) and leaves L1 to
+// the activations every warp re-reads. __ldg allocates in L1: 8B batch 1 4.073 -> 4.041, 1B 0.870 ->
+// 0.855 ms per token (one device run, 2026-11-30); an added L2::256B prefetch hint was slower (4.214).
 __device__ __forceinline__ Bf16x8 load_weight(const Bf16x8* p) {
-    const int4 v = __ldg(reinterpret_cast<const int4*>(p));
+    int4 v;
+    asm("ld.global.nc.L1::no_allocate.v4.s32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
     return *reinterpret_cast<const Bf16x8*>(&v);
 }
 
@@ -64,13 +70,12 @@ __device__ __forceinline__ Slice slice_of(int k, int part) {
     return {part * chunk, min(k8, part * chunk + chunk)};
 }
 
-// acc[r] += w_rows[r][c] . x[c] over this lane's words c of the slice (lane, lane + 32, ...), kUnroll
-// loads per row issued before their products, in word order (the bits of one fixed summation).
+// acc[r] += w_rows[r][c] . x[c] over this lane's words c = *c, *c + 32, ... while a full pass of
+// kUnroll words fits before `end`: kUnroll loads per row issued before their products, in word order.
 template <int kRows, int kUnroll>
-__device__ __forceinline__ void stream_rows(const Bf16x8* const (&w_rows)[kRows], const Bf16x8* x, Slice s,
-                                            int lane, float (&acc)[kRows]) {
-    int c = s.begin + lane;
-    for (; c + 32 * (kUnroll - 1) < s.end; c += 32 * kUnroll) {
+__device__ __forceinline__ void full_passes(const Bf16x8* const (&w_rows)[kRows], const Bf16x8* x, int& c, int end,
+                                            float (&acc)[kRows]) {
+    for (; c + 32 * (kUnroll - 1) < end; c += 32 * kUnroll) {
         Bf16x8 wv[kRows][kUnroll];
 #pragma unroll
         for (int r = 0; r < kRows; ++r)
@@ -82,6 +87,24 @@ __device__ __forceinline__ void stream_rows(const Bf16x8* const (&w_rows)[kRows]
 #pragma unroll
             for (int r = 0; r < kRows; ++r) fma8(acc[r], wv[r][u], av);
         }
+    }
+}
+
+// acc[r] += w_rows[r][c] . x[c] over this lane's words c of the slice (lane, lane + 32, ...) in word
+// order (the bits of one fixed summation, whatever the pass sizes): full passes of kUnroll, then for
+// one row at most one pass of kUnroll / 2 and one of kUnroll / 4 (an 8B o-proj lane has 8 words, a
+// down-proj lane 28: one round trip instead of two or three), then single words. Passes of kUnroll
+// and single words only took 8B batch 1 4.085 vs 4.061 ms, 1B 0.859 vs 0.850 (two rounds each, one
+// device run, 2026-11-30). The row pair keeps passes of 8 and single words: the extra passes spill
+// there (4-20 bytes at the 32-register cap) and an 8B or 1B gate/up lane has whole passes anyway.
+template <int kRows, int kUnroll>
+__device__ __forceinline__ void stream_rows(const Bf16x8* const (&w_rows)[kRows], const Bf16x8* x, Slice s,
+                                            int lane, float (&acc)[kRows]) {
+    int c = s.begin + lane;
+    full_passes<kRows, kUnroll>(w_rows, x, c, s.end, acc);
+    if constexpr (kRows == 1) {
+        full_passes<kRows, kUnroll / 2>(w_rows, x, c, s.end, acc);
+        full_passes<kRows, kUnroll / 4>(w_rows, x, c, s.end, acc);
     }
     for (; c < s.end; c += 32) {
         const Bf16x8 av = x[c];
