@@ -109,8 +109,12 @@ TEST_F(GemmTest, DecodeRowsMatchCpuThroughGemvAndCublas) {
 
 // The fused gate/up GEMV with SwiGLU equals gemv to bf16 then silu_mul, bit for bit: same per-row
 // sums, same roundings.
-TEST_F(GemmTest, GemvSiluMulEqualsGemvThenSiluMul) {
-    for (const auto& [inter, k] : {std::pair{1, 8}, {7, 24}, {111, 2048}, {989, 4104}, {3584, 4096}}) {
+// The fused SwiGLU against gemv to bf16 then silu_mul. The pair kernel may split k differently from
+// the plain one (pair_splits), so g and u can differ in their last fp32 bits and, rarely, in their bf16
+// rounding: nearly every output is bit-equal, and every one within two bf16 steps of the product, times
+// (1 + |g|) where silu(g) = g sigmoid(g) is that sensitive to g.
+TEST_F(GemmTest, GemvSiluMulMatchesGemvThenSiluMul) {
+    for (const auto& [inter, k] : {std::pair{1, 8}, {7, 24}, {111, 2048}, {989, 4104}, {3584, 4096}, {8192, 2048}}) {
         const uint32_t seed = fresh_seed();
         SCOPED_TRACE(::testing::Message() << "intermediate " << inter << " k " << k << " seed " << seed);
         std::mt19937 rng(seed);
@@ -122,9 +126,19 @@ TEST_F(GemmTest, GemvSiluMulEqualsGemvThenSiluMul) {
                   cudaSuccess);
         ASSERT_EQ(silu_mul(d_gate_up.as<bf16>(), 1, inter, d_ref.as<bf16>(), nullptr), cudaSuccess);
         ASSERT_EQ(gemv_silu_mul(d_a.as<bf16>(), d_w.as<bf16>(), d_out.as<bf16>(), inter, k, nullptr), cudaSuccess);
-        const auto ref = download<uint16_t>(d_ref, static_cast<size_t>(inter));
-        EXPECT_EQ(download<uint16_t>(d_out, static_cast<size_t>(inter)), ref);
-        EXPECT_EQ(count_nan(from_bf16(ref)), 0u);
+        const auto ref_bits = download<uint16_t>(d_ref, static_cast<size_t>(inter));
+        const auto out_bits = download<uint16_t>(d_out, static_cast<size_t>(inter));
+        const auto ref = from_bf16(ref_bits), out = from_bf16(out_bits);
+        const auto gate_up = from_bf16(download<uint16_t>(d_gate_up, size_t{2} * inter));
+        ASSERT_EQ(count_nan(ref), 0u);
+        ASSERT_EQ(count_nan(out), 0u);
+        size_t same = 0;
+        for (size_t j = 0; j < ref.size(); ++j) {
+            same += out_bits[j] == ref_bits[j];
+            const float bound = std::fabs(ref[j]) * (2.0f / 128.0f) * (1.0f + std::fabs(gate_up[j])) + 1e-6f;
+            EXPECT_LE(std::fabs(out[j] - ref[j]), bound) << "j " << j;
+        }
+        EXPECT_GE(same, ref.size() * 99 / 100) << "bit-equal outputs";
     }
 }
 

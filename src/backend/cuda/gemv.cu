@@ -59,7 +59,7 @@ __device__ __forceinline__ void fma8(float& acc, const Bf16x8& w, const Bf16x8& 
 // streaming its slice of k: [p * chunk, (p + 1) * chunk) in 16-byte words, chunk a multiple of 32.
 // Splitting k lets short matrices fill the GPU with warps (a 2048 x 2048 o-proj is 2,048 warps, a
 // quarter of an H200's resident 8,448); the partial sums meet in shared memory and are added in slice
-// order, so the bits depend only on (rows, k) through choose_splits(), never on the launch.
+// order, so the bits depend only on (rows, k) through choose_splits() / pair_splits(), never on the launch.
 struct Slice {
     int begin, end;
 };
@@ -189,17 +189,27 @@ __global__ void __launch_bounds__(kThreads, 8) gemv_silu_kernel(const bf16* __re
 
 // Warps per row for a matrix of `weight_rows` x k: the most (up to 8) that keep every warp within one
 // wave of resident warps and give each lane at least two 16-byte loads. On the H200 (132 SMs) that is
-// 1B q|k|v 2, o 4, down 4; 8B q|k|v 1, o 2, down 2; gate/up and lm_head 1. Measured in the engine
+// 1B q|k|v 2, o 4, down 4; 8B q|k|v 1, o 2, down 2; lm_head 1 (gate/up: pair_splits). Measured in the engine
 // (2026-11-30, batch 1, alternating in one run): 1B 1.004 -> 0.904 and 8B 4.536 -> 4.309 ms per token
 // against one warp per row; allowing two or four waves, or one load per lane, was slower (8B 4.24 /
 // 4.42 vs 4.16, 1B 0.926 / 0.944 / 0.965 vs 0.897, another machine), and so was splitting the gate/up
-// rows (8B 4.24-4.28). Isolated (cuda_ops_bench, no PDL) splitting looks neutral to slightly worse: what
+// rows then (8B 4.24-4.28; no longer, see pair_splits). Isolated (cuda_ops_bench, no PDL) splitting looks neutral to slightly worse: what
 // it shortens is the time from pdl_wait() to the last row, which an isolated launch does not expose.
 int choose_splits(int weight_rows, int k) {
     const int64_t resident = int64_t{64} * std::max(cuda_num_sms(), 1);
     int splits = 1;
     while (splits < 8 && int64_t{weight_rows} * splits * 2 <= resident && k / 8 / (splits * 2) >= 64) splits *= 2;
     return splits;
+}
+
+// Warps per gate/up row pair: the plain rule's count for its 2 x intermediate rows, but at least 2
+// where each lane still gets two loads per row. One warp per pair is 1.7 waves of long-lived warps on
+// an H200 for the 8B (14,336 pairs); two make 3.4 waves of one pass each, which stream more evenly:
+// 8B batch 1 4.018 -> 3.959, 1B 0.844 -> 0.836 ms per token (two rounds each, one device run,
+// 2026-11-30, with the loads above; with __ldg loads it had measured slower, 4.24-4.28 vs 4.16).
+int pair_splits(int intermediate, int k) {
+    const int splits = choose_splits(2 * intermediate, k);
+    return splits == 1 && k / 8 / 2 >= 64 ? 2 : splits;
 }
 
 // Launches the instance of the split count (k1, k2, k4, k8: the kernel for 1, 2, 4, 8) over `rows` rows.
@@ -230,7 +240,7 @@ cudaError_t gemv_silu_mul(const bf16* a, const bf16* w_gate_up, bf16* out, int i
                           cudaStream_t stream) {
     if (intermediate == 0) return cudaSuccess;
     if (!gemv_applies(a, w_gate_up, out, 1, k) || intermediate < 0) return cudaErrorInvalidValue;
-    return launch_split(choose_splits(2 * intermediate, k), intermediate, stream, gemv_silu_kernel<1>,
+    return launch_split(pair_splits(intermediate, k), intermediate, stream, gemv_silu_kernel<1>,
                         gemv_silu_kernel<2>, gemv_silu_kernel<4>, gemv_silu_kernel<8>, a, w_gate_up, out,
                         intermediate, k);
 }
