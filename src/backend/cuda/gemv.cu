@@ -59,7 +59,8 @@ __device__ __forceinline__ void fma8(float& acc, const Bf16x8& w, const Bf16x8& 
 // streaming its slice of k: [p * chunk, (p + 1) * chunk) in 16-byte words, chunk a multiple of 32.
 // Splitting k lets short matrices fill the GPU with warps (a 2048 x 2048 o-proj is 2,048 warps, a
 // quarter of an H200's resident 8,448); the partial sums meet in shared memory and are added in slice
-// order, so the bits depend only on (rows, k) through choose_splits() / pair_splits(), never on the launch.
+// order, so the bits depend only on (rows, k) through choose_splits() / pair_splits(), never on the
+// launch.
 struct Slice {
     int begin, end;
 };
@@ -189,12 +190,13 @@ __global__ void __launch_bounds__(kThreads, 8) gemv_silu_kernel(const bf16* __re
 
 // Warps per row for a matrix of `weight_rows` x k: the most (up to 8) that keep every warp within one
 // wave of resident warps and give each lane at least two 16-byte loads. On the H200 (132 SMs) that is
-// 1B q|k|v 2, o 4, down 4; 8B q|k|v 1, o 2, down 2; lm_head 1 (gate/up: pair_splits). Measured in the engine
-// (2026-11-30, batch 1, alternating in one run): 1B 1.004 -> 0.904 and 8B 4.536 -> 4.309 ms per token
-// against one warp per row; allowing two or four waves, or one load per lane, was slower (8B 4.24 /
-// 4.42 vs 4.16, 1B 0.926 / 0.944 / 0.965 vs 0.897, another machine), and so was splitting the gate/up
-// rows then (8B 4.24-4.28; no longer, see pair_splits). Isolated (cuda_ops_bench, no PDL) splitting looks neutral to slightly worse: what
-// it shortens is the time from pdl_wait() to the last row, which an isolated launch does not expose.
+// 1B q|k|v 2, o 4, down 4; 8B q|k|v 1, o 2, down 2; lm_head 1 (gate/up: pair_splits). Measured in the
+// engine (2026-11-30, batch 1, alternating in one run): 1B 1.004 -> 0.904 and 8B 4.536 -> 4.309 ms per
+// token against one warp per row; allowing two or four waves, or one load per lane, was slower (8B 4.24
+// / 4.42 vs 4.16, 1B 0.926 / 0.944 / 0.965 vs 0.897, another machine), and so was splitting the gate/up
+// rows then (8B 4.24-4.28; no longer, see pair_splits). Isolated (cuda_ops_bench, no PDL) splitting
+// looks neutral to slightly worse: what it shortens is the time from pdl_wait() to the last row, which
+// an isolated launch does not expose.
 int choose_splits(int weight_rows, int k) {
     const int64_t resident = int64_t{64} * std::max(cuda_num_sms(), 1);
     int splits = 1;
