@@ -41,9 +41,11 @@ static_assert(sizeof(cuda::SampleRowParams) % sizeof(int32_t) == 0);
 struct StepLayout {
     size_t ids = 0, positions = 0, slots = 0, logit_rows = 0, cu_seqlens = 0, seq_lens_kv = 0, block_tables = 0,
            sampling = 0, total = 0;
+    int num_tokens = 0, num_rows = 0;
     StepLayout() = default;
     // sampled: room for one cuda::SampleRowParams (5 words) per logit row.
-    StepLayout(int num_tokens, int num_rows, int num_seqs, int table_stride, bool sampled) {
+    StepLayout(int num_tokens, int num_rows, int num_seqs, int table_stride, bool sampled)
+        : num_tokens(num_tokens), num_rows(num_rows) {
         size_t at = 0;
         auto take = [&](size_t n) { size_t here = at; at += n; return here; };
         ids = take(static_cast<size_t>(num_tokens));
@@ -129,9 +131,9 @@ struct CudaRunner::Impl {
                          cuda::AttentionMetadata& m);
     // Embedding (placeholder ids resolved from the last step's device ids) and the layers.
     void enqueue_layers(const cuda::AttentionMetadata& m);
-    // Final norm and LM head of logit rows [begin, begin + n) into `logits`. rows_are_tokens: logit
-    // row i is token i (a decode graph's one-token sequences), so the norm reads x without a gather.
-    void enqueue_lm_head(int begin, int n, bool rows_are_tokens = false);
+    // Final norm and LM head of logit rows [begin, begin + n) into `logits`. Logit rows are tokens in
+    // increasing order, so when every token is one (decode steps) row i is token i: no gather.
+    void enqueue_lm_head(int begin, int n);
     // The ids of logit rows [begin, begin + n) (sampled by the step's parameters, or argmax) into the
     // device ids at `begin`.
     void enqueue_pick(int begin, int n, bool sampled);
@@ -343,11 +345,11 @@ void CudaRunner::Impl::run_layer(int layer, const cuda::AttentionMetadata& m, in
     CUDA_CHECK(gemm.run(ptr<bf16>(act), ptr<bf16>(w.down), x.data(), cuda::GemmOut::kF32, t, hidden, inter, true, stream));
 }
 
-void CudaRunner::Impl::enqueue_lm_head(int begin, int n, bool rows_are_tokens) {
+void CudaRunner::Impl::enqueue_lm_head(int begin, int n) {
     const int hidden = cfg.hidden_size, vocab = cfg.vocab_size;
     const bf16* head = weights.lm_head.empty() ? ptr<bf16>(weights.embed) : ptr<bf16>(weights.lm_head);
     const float* src = ptr<float>(x) + static_cast<size_t>(begin) * hidden;
-    if (!rows_are_tokens) {
+    if (layout.num_rows != layout.num_tokens) {
         CUDA_CHECK(cuda::gather_rows(ptr<float>(x), device_meta(layout.logit_rows) + begin, n, hidden,
                                      ptr<float>(rows), stream));
         src = ptr<float>(rows);
@@ -373,7 +375,7 @@ void CudaRunner::Impl::enqueue_pick(int begin, int n, bool sampled) {
 void CudaRunner::Impl::enqueue_decode_graph(const GraphKey& key, const cuda::AttentionMetadata& m) {
     auto enqueue = [&] {
         enqueue_layers(m);
-        enqueue_lm_head(0, key.batch, true);
+        enqueue_lm_head(0, key.batch);
         enqueue_pick(0, key.batch, key.sampled);
     };
     auto it = graphs.find(key);

@@ -107,8 +107,6 @@ TEST_F(GemmTest, DecodeRowsMatchCpuThroughGemvAndCublas) {
     EXPECT_FALSE(gemv_applies(reinterpret_cast<void*>(256), reinterpret_cast<void*>(512), reinterpret_cast<void*>(64), 1, 4100));
 }
 
-// The fused gate/up GEMV with SwiGLU equals gemv to bf16 then silu_mul, bit for bit: same per-row
-// sums, same roundings.
 // The fused SwiGLU against gemv to bf16 then silu_mul. The pair kernel may split k differently from
 // the plain one (pair_splits), so g and u can differ in their last fp32 bits and, rarely, in their bf16
 // rounding: nearly every output is bit-equal, and every one within two bf16 steps of the product, times

@@ -71,8 +71,8 @@ __device__ __forceinline__ Slice slice_of(int k, int part) {
     return {part * chunk, min(k8, part * chunk + chunk)};
 }
 
-// acc[r] += w_rows[r][c] . x[c] over this lane's words c = *c, *c + 32, ... while a full pass of
-// kUnroll words fits before `end`: kUnroll loads per row issued before their products, in word order.
+// acc[r] += w_rows[r][c] . x[c] over this lane's words from c on (c, c + 32, ...; c advances) while a
+// full pass of kUnroll words fits before `end`: kUnroll loads per row issued before their products.
 template <int kRows, int kUnroll>
 __device__ __forceinline__ void full_passes(const Bf16x8* const (&w_rows)[kRows], const Bf16x8* x, int& c, int end,
                                             float (&acc)[kRows]) {
@@ -94,9 +94,9 @@ __device__ __forceinline__ void full_passes(const Bf16x8* const (&w_rows)[kRows]
 // acc[r] += w_rows[r][c] . x[c] over this lane's words c of the slice (lane, lane + 32, ...) in word
 // order (the bits of one fixed summation, whatever the pass sizes): full passes of kUnroll, then for
 // one row at most one pass of kUnroll / 2 and one of kUnroll / 4 (an 8B o-proj lane has 8 words, a
-// down-proj lane 28: one round trip instead of two or three), then single words. Passes of kUnroll
-// and single words only took 8B batch 1 4.085 vs 4.061 ms, 1B 0.859 vs 0.850 (two rounds each, one
-// device run, 2026-11-30). The row pair keeps passes of 8 and single words: the extra passes spill
+// down-proj lane 28: one round trip instead of two or three), then single words: 8B batch 1 4.061
+// against 4.085 ms with passes of kUnroll and single words only, 1B 0.850 against 0.859 (two rounds
+// each, one device run, 2026-11-30). The row pair keeps passes of 8 and single words: the extra passes spill
 // there (4-20 bytes at the 32-register cap) and an 8B or 1B gate/up lane has whole passes anyway.
 template <int kRows, int kUnroll>
 __device__ __forceinline__ void stream_rows(const Bf16x8* const (&w_rows)[kRows], const Bf16x8* x, Slice s,
