@@ -10,6 +10,13 @@ export PATH="$PATH:/usr/local/cuda/bin:/usr/local/cuda/compute-sanitizer"
 log=$(mktemp -d); SANITIZE_FILTER=${SANITIZE_FILTER:-Gemm*:QkvRope*}
 timeout 120 backend_cuda_tests > $log/b.log 2>&1; echo "backend_cuda_tests rc=$?"
 grep -E "^\[  (PASSED|FAILED) +\]|tests? from .* ran|Failure" $log/b.log | tail -6
+# WIP knobs whose code runs only when set: the GEMM and executor tests under each.
+for knobs in HICHAT_GEMV_WAVES=2 HICHAT_GEMV_MIN_SPLITS=2 HICHAT_PAIR_SPLITS=4; do
+  env $knobs timeout 60 backend_cuda_tests --gtest_filter='GemmTest.*' > $log/b_knobs.log 2>&1
+  echo "backend_cuda_tests GemmTest.* ($knobs) rc=$?: $(grep -E '^\[  (PASSED|FAILED)' $log/b_knobs.log | tr '\n' ' ')"
+  env $knobs timeout 90 executor_tests > $log/e_knobs.log 2>&1
+  echo "executor_tests ($knobs) rc=$?: $(grep -E '^\[  (PASSED|FAILED)' $log/e_knobs.log | tr '\n' ' ')"
+done
 timeout 90 executor_tests > $log/e.log 2>&1; echo "executor_tests rc=$?"
 grep -E "^\[  (PASSED|FAILED) +\]|tests? from .* ran|Failure" $log/e.log | tail -6
 [[ ${MEMCHECK:-1} == 1 ]] && timeout 150 compute-sanitizer --tool memcheck executor_tests \

@@ -23,6 +23,7 @@
 // walk their row groups instead of exiting (8B 4.57 vs 4.09, 1B 0.951 vs 0.859 ms per token; the
 // pair instance spilled 88 bytes).
 #include <algorithm>
+#include <cstdlib>
 
 #include "backend/cuda/device_info.h"
 #include "backend/cuda/kernel_util.cuh"
@@ -197,11 +198,26 @@ __global__ void __launch_bounds__(kThreads, 8) gemv_silu_kernel(const bf16* __re
 // rows then (8B 4.24-4.28; no longer, see pair_splits). Isolated (cuda_ops_bench, no PDL) splitting
 // looks neutral to slightly worse: what it shortens is the time from pdl_wait() to the last row, which
 // an isolated launch does not expose.
+// WIP (measurement): HICHAT_GEMV_WAVES=2 lets the split fill two waves; HICHAT_GEMV_MIN_SPLITS=2 gives
+// every plain product at least 2 warps per row (where lanes keep 2 loads); HICHAT_PAIR_SPLITS=N sets
+// the gate/up pair's count.
+int env_int(const char* name, int fallback) {
+    const char* v = std::getenv(name);
+    return v == nullptr ? fallback : std::atoi(v);
+}
+
 int choose_splits(int weight_rows, int k) {
-    const int64_t resident = int64_t{64} * std::max(cuda_num_sms(), 1);
+    static const int waves = std::clamp(env_int("HICHAT_GEMV_WAVES", 1), 1, 4);
+    const int64_t resident = int64_t{64} * std::max(cuda_num_sms(), 1) * waves;
     int splits = 1;
     while (splits < 8 && int64_t{weight_rows} * splits * 2 <= resident && k / 8 / (splits * 2) >= 64) splits *= 2;
     return splits;
+}
+
+int plain_splits(int n, int k) {
+    static const int min_splits = env_int("HICHAT_GEMV_MIN_SPLITS", 1);
+    const int splits = choose_splits(n, k);
+    return splits < min_splits && k / 8 / min_splits >= 64 ? min_splits : splits;
 }
 
 // Warps per gate/up row pair: the plain rule's count for its 2 x intermediate rows, but at least 2
@@ -210,6 +226,8 @@ int choose_splits(int weight_rows, int k) {
 // 8B batch 1 4.018 -> 3.959, 1B 0.844 -> 0.836 ms per token (two rounds each, one device run,
 // 2026-11-30, with the loads above; with __ldg loads it had measured slower, 4.24-4.28 vs 4.16).
 int pair_splits(int intermediate, int k) {
+    static const int forced = env_int("HICHAT_PAIR_SPLITS", 0);
+    if (forced == 1 || forced == 2 || forced == 4 || forced == 8) return forced;
     const int splits = choose_splits(2 * intermediate, k);
     return splits == 1 && k / 8 / 2 >= 64 ? 2 : splits;
 }
@@ -234,7 +252,7 @@ cudaError_t gemv(const bf16* a, const bf16* w, void* d, bool f32_out, int m, int
                  cudaStream_t stream) {
     if (n == 0) return cudaSuccess;
     if (!gemv_applies(a, w, d, m, k) || n < 0 || (accumulate && !f32_out)) return cudaErrorInvalidValue;
-    return launch_split(choose_splits(n, k), n, stream, gemv_kernel<1>, gemv_kernel<2>, gemv_kernel<4>, gemv_kernel<8>,
+    return launch_split(plain_splits(n, k), n, stream, gemv_kernel<1>, gemv_kernel<2>, gemv_kernel<4>, gemv_kernel<8>,
                         a, w, d, n, k, f32_out, accumulate);
 }
 
