@@ -280,6 +280,7 @@ void CudaRunner::Impl::upload_metadata(const ForwardBatch& batch, const std::opt
         std::copy(seq.block_table.begin(), seq.block_table.begin() + used, table);
         std::fill(table + used, table + stride, -1);
         m.max_seq_len_q = std::max(m.max_seq_len_q, n);
+        m.num_single_token_seqs += n == 1;
     }
     m.max_seq_len_q = std::max(m.max_seq_len_q, 1);
     if (!sampling.empty()) {   // padding rows: argmax

@@ -89,7 +89,8 @@ std::vector<float> reference(const Case& c, const HostBatch& h) {
 }
 
 // paged_attention on the device; returns the output as floats (poisoned first: unwritten rows are NaN).
-std::vector<float> run_device(const Case& c, const HostBatch& h) {
+// num_single: AttentionMetadata::num_single_token_seqs (0: every sequence through the prefill kernel).
+std::vector<float> run_device(const Case& c, const HostBatch& h, int num_single) {
     std::vector<uint16_t> q_shifted(c.q_shift, 0);
     q_shifted.insert(q_shifted.end(), h.q_bits.begin(), h.q_bits.end());
     DeviceBuffer d_q = upload(q_shifted), d_k = upload(h.k_bits), d_v = upload(h.v_bits);
@@ -106,6 +107,7 @@ std::vector<float> run_device(const Case& c, const HostBatch& h) {
     meta.max_blocks_per_seq = h.max_blocks;
     meta.max_seq_len_q = h.max_q;
     meta.max_seq_len_kv = h.max_kv;
+    meta.num_single_token_seqs = num_single;
     EXPECT_EQ(paged_attention(d_q.as<bf16>() + c.q_shift, d_k.as<bf16>(), d_v.as<bf16>(), meta, c.num_heads,
                               c.num_kv_heads, c.head_dim, c.block_size, 1.0f / std::sqrt(float(c.head_dim)),
                               d_out.as<bf16>() + c.q_shift, d_ws.data(), ws_bytes, nullptr),
@@ -114,16 +116,7 @@ std::vector<float> run_device(const Case& c, const HostBatch& h) {
     return std::vector<float>(out.begin() + c.q_shift, out.end());
 }
 
-void check(const Case& c) {
-    const uint32_t seed = fresh_seed();
-    std::mt19937 rng(seed);
-    SCOPED_TRACE(::testing::Message() << "heads " << c.num_heads << "/" << c.num_kv_heads << " d " << c.head_dim
-                                      << " bs " << c.block_size << " seqs " << c.seqs.size() << " q_shift "
-                                      << c.q_shift << " seed " << seed);
-    const HostBatch h = make_batch(c, rng);
-    ASSERT_GT(h.max_q, 1) << "these cases must take the prefill path";
-    const std::vector<float> ref = reference(c, h);
-    const std::vector<float> out = run_device(c, h);
+void check_output(const Case& c, const HostBatch& h, const std::vector<float>& ref, const std::vector<float>& out) {
     EXPECT_EQ(count_nan(out), 0u);
     EXPECT_LT(relative_error(out, ref), 1e-2);
     const size_t row = size_t{1} * c.num_heads * c.head_dim;
@@ -138,6 +131,26 @@ void check(const Case& c) {
                                                std::vector<float>(ref.begin() + e - row, ref.begin() + e));
             EXPECT_LT(last, 2e-2) << "last token of sequence " << s;
         }
+    }
+}
+
+void check(const Case& c) {
+    const uint32_t seed = fresh_seed();
+    std::mt19937 rng(seed);
+    SCOPED_TRACE(::testing::Message() << "heads " << c.num_heads << "/" << c.num_kv_heads << " d " << c.head_dim
+                                      << " bs " << c.block_size << " seqs " << c.seqs.size() << " q_shift "
+                                      << c.q_shift << " seed " << seed);
+    const HostBatch h = make_batch(c, rng);
+    ASSERT_GT(h.max_q, 1) << "these cases must take the prefill path";
+    const std::vector<float> ref = reference(c, h);
+    const int num_single = static_cast<int>(std::count_if(c.seqs.begin(), c.seqs.end(), [](const Seq& s) {
+        return s.num_new == 1;
+    }));
+    // A mixed batch both ways: all in the prefill kernel, and its one-token sequences in the decode kernel.
+    for (const int routed : {0, num_single}) {
+        SCOPED_TRACE(::testing::Message() << "one-token sequences routed to the decode kernel: " << routed);
+        check_output(c, h, ref, run_device(c, h, routed));
+        if (num_single == 0) break;
     }
 }
 

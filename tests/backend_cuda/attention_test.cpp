@@ -83,32 +83,40 @@ void check_batch(const BatchCase& c, bool use_workspace) {
 
     DeviceBuffer d_q = upload(q_bits), d_k = upload(k_bits), d_v = upload(v_bits);
     DeviceBuffer d_cu = upload(cu_q), d_lens = upload(lens_kv), d_tables = upload(tables);
-    DeviceBuffer d_out = poisoned(q_bits.size() * 2);
-    const size_t ws_bytes = use_workspace ? attention_workspace_bytes(num_tokens, c.num_heads, d, max_kv) : 0;
-    DeviceBuffer d_ws = poisoned(std::max<size_t>(ws_bytes, 16));
-    AttentionMetadata meta;
-    meta.cu_seqlens_q = d_cu.as<int32_t>();
-    meta.seq_lens_kv = d_lens.as<int32_t>();
-    meta.block_tables = d_tables.as<int32_t>();
-    meta.num_seqs = num_seqs;
-    meta.num_tokens = num_tokens;
-    meta.max_blocks_per_seq = max_blocks;
-    meta.max_seq_len_q = max_q;
-    meta.max_seq_len_kv = max_kv;
-    ASSERT_EQ(paged_attention(d_q.as<bf16>(), d_k.as<bf16>(), d_v.as<bf16>(), meta, c.num_heads, c.num_kv_heads, d,
-                              c.block_size, scale, d_out.as<bf16>(), use_workspace ? d_ws.data() : nullptr, ws_bytes,
-                              nullptr),
-              cudaSuccess);
-    const auto out = from_bf16(download<uint16_t>(d_out, q_bits.size()));
-    EXPECT_EQ(count_nan(out), 0u);
-    EXPECT_LT(relative_error(out, ref), 1e-2);
-    // Per sequence too, so a short sequence next to a long one cannot hide.
-    for (int s = 0; s < num_seqs; ++s) {
-        const size_t b = size_t{1} * cu_q[s] * c.num_heads * d, e = size_t{1} * cu_q[s + 1] * c.num_heads * d;
-        const double err = relative_error(std::vector<float>(out.begin() + b, out.begin() + e),
-                                          std::vector<float>(ref.begin() + b, ref.begin() + e));
-        EXPECT_LT(err, 1e-2) << "sequence " << s << " (" << c.seqs[s].num_new << " new, " << c.seqs[s].kv_len
-                             << " kv)";
+    // A mixed batch both ways: all in the prefill kernel, and its one-token sequences in the decode kernel.
+    const auto is_single = [](const SeqSpec& s) { return s.num_new == 1; };
+    const int num_single = max_q == 1 ? 0 : static_cast<int>(std::count_if(c.seqs.begin(), c.seqs.end(), is_single));
+    for (const int routed : {0, num_single}) {
+        SCOPED_TRACE(::testing::Message() << "one-token sequences routed to the decode kernel: " << routed);
+        DeviceBuffer d_out = poisoned(q_bits.size() * 2);
+        const size_t ws_bytes = use_workspace ? attention_workspace_bytes(num_tokens, c.num_heads, d, max_kv) : 0;
+        DeviceBuffer d_ws = poisoned(std::max<size_t>(ws_bytes, 16));
+        AttentionMetadata meta;
+        meta.cu_seqlens_q = d_cu.as<int32_t>();
+        meta.seq_lens_kv = d_lens.as<int32_t>();
+        meta.block_tables = d_tables.as<int32_t>();
+        meta.num_seqs = num_seqs;
+        meta.num_tokens = num_tokens;
+        meta.max_blocks_per_seq = max_blocks;
+        meta.max_seq_len_q = max_q;
+        meta.max_seq_len_kv = max_kv;
+        meta.num_single_token_seqs = routed;
+        ASSERT_EQ(paged_attention(d_q.as<bf16>(), d_k.as<bf16>(), d_v.as<bf16>(), meta, c.num_heads, c.num_kv_heads,
+                                  d, c.block_size, scale, d_out.as<bf16>(), use_workspace ? d_ws.data() : nullptr,
+                                  ws_bytes, nullptr),
+                  cudaSuccess);
+        const auto out = from_bf16(download<uint16_t>(d_out, q_bits.size()));
+        EXPECT_EQ(count_nan(out), 0u);
+        EXPECT_LT(relative_error(out, ref), 1e-2);
+        // Per sequence too, so a short sequence next to a long one cannot hide.
+        for (int s = 0; s < num_seqs; ++s) {
+            const size_t b = size_t{1} * cu_q[s] * c.num_heads * d, e = size_t{1} * cu_q[s + 1] * c.num_heads * d;
+            const double err = relative_error(std::vector<float>(out.begin() + b, out.begin() + e),
+                                              std::vector<float>(ref.begin() + b, ref.begin() + e));
+            EXPECT_LT(err, 1e-2) << "sequence " << s << " (" << c.seqs[s].num_new << " new, " << c.seqs[s].kv_len
+                                 << " kv)";
+        }
+        if (num_single == 0) break;
     }
 }
 

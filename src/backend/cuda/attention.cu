@@ -1,5 +1,7 @@
 // paged_attention(): checks the arguments, plans the decode split over the workspace, and hands the
-// batch to the decode kernel (every sequence has at most one new token) or the prefill kernel.
+// batch to the decode kernel (sequences with one new token) and the prefill kernel (the others). In a
+// mixed batch (chunked prefills beside decoding sequences) a decode row in the prefill kernel would
+// take a whole 64-row tile per KV head for its group of query rows.
 #include <algorithm>
 #include <cstdint>
 
@@ -109,10 +111,12 @@ cudaError_t paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_ca
     a.block_size = block_size;
     a.scale_log2 = scale * kLog2e;
     a.out = out;
-    if (meta.max_seq_len_q == 1) {
+    if (meta.max_seq_len_q == 1 || meta.num_single_token_seqs > 0) {
         const attn::DecodeSplit split =
             plan_decode_split(meta, num_heads, num_kv_heads, head_dim, workspace, workspace_bytes);
-        return attn::launch_decode(a, split, stream);
+        const cudaError_t err = attn::launch_decode(a, split, stream);
+        if (err != cudaSuccess || meta.max_seq_len_q == 1) return err;
+        a.prefill_skips_single = true;   // a mixed batch: its one-token sequences are done
     }
     return attn::launch_prefill(a, meta.max_seq_len_q, stream);
 }

@@ -342,7 +342,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) decode_kernel(AttnA
     const int s = blockIdx.x;
     DecodeWork w;
     w.token = a.cu_seqlens_q[s];
-    if (a.cu_seqlens_q[s + 1] == w.token) return;   // no new token for this sequence
+    if (a.cu_seqlens_q[s + 1] != w.token + 1) return;   // no new token, or several (the prefill kernel's)
     const int group_size = a.num_heads / a.num_kv_heads;
     const int num_row_groups = (group_size + kRows - 1) / kRows;
     w.kv_head = blockIdx.y / num_row_groups;
@@ -376,7 +376,7 @@ __global__ void combine_kernel(AttnArgs a, DecodeSplit split) {
     kernels::pdl_wait();
     const int s = blockIdx.x;
     const int token = a.cu_seqlens_q[s];
-    if (a.cu_seqlens_q[s + 1] == token) return;
+    if (a.cu_seqlens_q[s + 1] != token + 1) return;
     const int64_t idx0 = (static_cast<int64_t>(token) * a.num_heads + blockIdx.y) * split.num_splits;
     if (threadIdx.x < 32) {
         constexpr int kPerLane = kMaxCombineSplits / 32;

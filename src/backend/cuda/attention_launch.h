@@ -21,9 +21,10 @@ struct AttnArgs {
     int num_heads, num_kv_heads, head_dim, block_size;
     float scale_log2;                 // softmax scale * log2(e)
     __nv_bfloat16* out;               // [T, num_heads, head_dim]
+    bool prefill_skips_single = false;  // leave one-token sequences to the decode kernel
 };
 
-// Decode (at most one new token per sequence). Keys are cut into num_splits ranges of keys_per_split
+// Decode: the sequences with exactly one new token (the others are left alone). Keys are cut into num_splits ranges of keys_per_split
 // (a multiple of 128); with num_splits > 1 the partials go to partial_o [T, num_heads, num_splits,
 // head_dim] and partial_lse [T, num_heads, num_splits] (log2 units) and a second kernel combines them.
 struct DecodeSplit {

@@ -290,7 +290,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) prefill_kernel(Attn
     b.group = a.num_heads / a.num_kv_heads;
     b.num_flat = (a.cu_seqlens_q[s + 1] - b.q_begin) * b.group;
     b.flat0 = (gridDim.z - 1 - blockIdx.z) * kBlockRows;   // heaviest tiles first
-    if (b.flat0 >= b.num_flat) return;
+    if (b.flat0 >= b.num_flat || (a.prefill_skips_single && b.num_flat == b.group)) return;
     b.q_pos0 = a.seq_lens_kv[s] - b.num_flat / b.group;
     b.key_end = b.limit(min(b.flat0 + kBlockRows, b.num_flat) - 1) + 1;
     KvPages pages;

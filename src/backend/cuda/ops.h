@@ -56,6 +56,8 @@ struct AttentionMetadata {
     int max_blocks_per_seq = 0;
     int max_seq_len_q = 0;         // largest new-token count of one sequence (1 for pure decode)
     int max_seq_len_kv = 0;        // largest seq_lens_kv
+    int num_single_token_seqs = 0; // sequences with exactly one new token: in a batch with longer ones
+                                   // (max_seq_len_q > 1) they go to the decode kernel; 0 sends all to prefill
 };
 
 // Causal attention over the paged cache, GQA-aware. Query token i of sequence s sits at position
