@@ -4,7 +4,7 @@
 # variants of VARIANTS ("ENV=.. [flags]" per item, separated by ';'; BIN=name runs .bundle/bin/name,
 # an older build copied there, instead of hichat). Switches: MEMCHECK=0 skips compute-sanitizer (memcheck
 # on executor tests, memcheck + racecheck on the backend tests of SANITIZE_FILTER), GEMM_BENCH=0 the GEMV
-# figures, THROUGHPUT=1 adds the 1B at batch 256 per variant, LONG=1 the 8B 1000/1000 at batch 256.
+# figures, THROUGHPUT=1 adds the 1B at batch 256 per variant, SERVE=1 the 8B served 1000/1000 at concurrency 256.
 set -uo pipefail; . .bundle/env.sh; export HICHAT_FIXTURES_DIR=$PWD/tests/fixtures PYTHONUNBUFFERED=1
 export PATH="$PATH:/usr/local/cuda/bin:/usr/local/cuda/compute-sanitizer"
 log=$(mktemp -d); SANITIZE_FILTER=${SANITIZE_FILTER:-Gemm*:QkvRope*}
@@ -45,13 +45,20 @@ for model in b1 b8; do
     printf '%-4s %-45s %s ms/token\n' "$model" "$v" "$ms"
   done
 done
-# LONG=1: the 8B 1000/1000 at batch 256 in the same variants.
-if [[ ${LONG:-0} == 1 ]]; then
+# SERVE=1: the 8B served 1000/1000 at concurrency 256 (hichat serve + hichat bench serve, as
+# gpu_bench.sh) in the same variants: the scheduler's mixed batches (bench engine prefills apart).
+if [[ ${SERVE:-0} == 1 ]]; then
   for v in "${variants[@]}"; do
     split_variant "$v"
-    tps=$(env "${envs[@]}" timeout 120 "$bin" bench engine --model /tmp/b8 --device cuda --batch 256 --input-len 1000 \
-          --output-len 1000 "${flags[@]}" 2>&1 | tee -a $OUT/engine.log | sed -n 's/.*"output_tok_s":\([0-9.]*\).*/\1/p')
-    printf '%-4s %-45s 1000/1000 b256 %s tok/s\n' b8 "$v" "$tps"
+    env "${envs[@]}" "$bin" serve --model /tmp/b8 --device cuda --port 8300 --max-num-seqs 256 \
+        --max-num-batched-tokens 8192 --max-model-len 4096 > $log/serve.log 2>&1 &
+    pid=$!
+    for _ in $(seq 300); do grep -q "ready:" $log/serve.log && break; sleep 0.2; done
+    tps=$(timeout 150 "$bin" bench serve --url http://127.0.0.1:8300 --model b8 --input-len 1000 --output-len 1000 \
+          --num-prompts 256 --max-concurrency 256 --vocab-size 128000 2>&1 | tee -a $OUT/serve.log |
+          sed -n 's/.*"output_throughput":\([0-9.]*\).*/\1/p')
+    kill -TERM $pid; wait $pid
+    printf '%-4s %-45s served 1000/1000 c256 %s tok/s\n' b8 "$v" "$tps"
   done
 fi
 # THROUGHPUT=1: the 1B at batch 256 (prompt 128, output 256) in the same variants.
