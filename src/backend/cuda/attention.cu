@@ -116,6 +116,9 @@ cudaError_t paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_ca
     a.block_size = block_size;
     a.scale_log2 = scale * kLog2e;
     a.out = out;
+    static const bool prefetch = std::getenv("HICHAT_ATTN_PREFETCH") == nullptr ||
+                                 std::atoi(std::getenv("HICHAT_ATTN_PREFETCH")) != 0;   // WIP (A/B)
+    a.prefetch_old_keys = prefetch;
     if (meta.max_seq_len_q == 1 || meta.num_single_token_seqs > 0) {
         const attn::DecodeSplit split =
             plan_decode_split(meta, num_heads, num_kv_heads, head_dim, workspace, workspace_bytes);

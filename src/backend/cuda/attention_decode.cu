@@ -246,11 +246,13 @@ __device__ __forceinline__ void tile_pv(uint32_t v_addr, const uint32_t (&p)[4],
 }
 
 // This warp's tiles key_begin + 16 * (warp + kWarps * i), kStages - 1 of them in flight while one is
-// computed. One commit group per tile (empty past the end) keeps wait_group's count uniform.
+// computed. One commit group per tile (empty past the end) keeps wait_group's count uniform. The first
+// tiles whose keys all come before the new token (written by earlier steps, which completed before
+// this step's metadata copy) are issued before pdl_wait(); the new token's K/V and the queries come
+// from the kernel before this one, so the rest and q wait. WIP (A/B): AttnArgs::prefetch_old_keys.
 template <int D>
-__device__ __forceinline__ void attend_warp_tiles(const AttnArgs& a, const DecodeWork& w,
-                                                  const uint32_t (&q)[D / 16][4], uint32_t ring, int warp, int lane,
-                                                  DecodeState<D>& st) {
+__device__ __forceinline__ void attend_warp_tiles(const AttnArgs& a, const DecodeWork& w, uint32_t ring, int warp,
+                                                  int lane, DecodeState<D>& st) {
     using Shape = DecodeShape<D>;
     const int num_tiles = (max(w.key_end - w.key_begin, 0) + kTileKeys - 1) / kTileKeys;
     const int my_tiles = num_tiles > warp ? (num_tiles - warp + kWarps - 1) / kWarps : 0;
@@ -265,8 +267,16 @@ __device__ __forceinline__ void attend_warp_tiles(const AttnArgs& a, const Decod
         }
         cp_async_commit();
     };
-#pragma unroll
-    for (int i = 0; i < kStages - 1; ++i) issue(i);
+    const int new_key = a.seq_lens_kv[blockIdx.x] - 1;
+    auto written_before = [&](int i) {
+        return a.prefetch_old_keys && (i >= my_tiles || min(key0_of(i) + kTileKeys, w.key_end) <= new_key);
+    };
+    int issued = 0;
+    for (; issued < kStages - 1 && written_before(issued); ++issued) issue(issued);
+    kernels::pdl_wait();
+    uint32_t q[D / 16][4];
+    load_q_fragments<D>(a, w, lane, q);
+    for (; issued < kStages - 1; ++issued) issue(issued);
     for (int i = 0; i < my_tiles; ++i) {
         issue(i + kStages - 1);
         cp_async_wait<kStages - 1>();
@@ -338,8 +348,7 @@ template <int D>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) decode_kernel(AttnArgs a, DecodeSplit split) {
     extern __shared__ __align__(128) unsigned char smem_raw[];
     kernels::pdl_launch_dependents();
-    kernels::pdl_wait();
-    const int s = blockIdx.x;
+    const int s = blockIdx.x;   // the step's metadata came with a copy before the step's first kernel
     DecodeWork w;
     w.token = a.cu_seqlens_q[s];
     if (a.cu_seqlens_q[s + 1] != w.token + 1) return;   // no new token, or several (the prefill kernel's)
@@ -353,11 +362,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) decode_kernel(AttnA
     w.block_table = a.block_tables + static_cast<int64_t>(s) * a.max_blocks_per_seq;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
 
-    uint32_t q[D / 16][4];
-    load_q_fragments<D>(a, w, lane, q);
     DecodeState<D> st;
     st.init();
-    attend_warp_tiles<D>(a, w, q, smem_u32(smem_raw) + warp * DecodeShape<D>::kWarpBytes, warp, lane, st);
+    attend_warp_tiles<D>(a, w, smem_u32(smem_raw) + warp * DecodeShape<D>::kWarpBytes, warp, lane, st);
     __syncthreads();   // every warp is done with its ring: reuse it for the merge
 
     float* merge_o = reinterpret_cast<float*>(smem_raw);   // [kWarps, kRows, D]

@@ -22,6 +22,7 @@ struct AttnArgs {
     float scale_log2;                 // softmax scale * log2(e)
     __nv_bfloat16* out;               // [T, num_heads, head_dim]
     bool prefill_skips_single = false;  // leave one-token sequences to the decode kernel
+    bool prefetch_old_keys = true;      // WIP (A/B, HICHAT_ATTN_PREFETCH=0): decode tiles before pdl_wait
 };
 
 // Decode: the sequences with exactly one new token (the others are left alone). Keys are cut into num_splits ranges of keys_per_split
