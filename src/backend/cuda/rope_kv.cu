@@ -8,6 +8,7 @@
 // Measured (H200, cuda_ops_bench, 4096 tokens 32/8 x 128): 0.049 ms (2.06 TB/s) against 0.060 ms (1.7)
 // with one bf16 per lane and a sincosf per pair and head. head_dim % 4 == 0 and at most
 // 2 * 64 * kPairRounds; 4-byte aligned pointers.
+#include <cstdlib>
 #include <initializer_list>
 
 #include "backend/cuda/kernel_util.cuh"
@@ -68,18 +69,22 @@ __global__ void qkv_rope_kv_kernel(QkvRopeParams p) {
     const int head_dim = p.head_dim;
     const int half = head_dim / 2;
     const int num_heads_total = p.num_heads + 2 * p.num_kv_heads;
-    kernels::pdl_wait();
+    // The angle table needs only the step's metadata (copied before the step's first kernel) and
+    // inv_freq: it is made before pdl_wait(), while the QKV projection still runs. WIP (A/B):
+    // QkvRopeParams::table_before_wait.
+    if (!p.table_before_wait) kernels::pdl_wait();
     const int position = p.positions[t];
+    const int32_t slot = p.slot_mapping[t];
     for (int j = threadIdx.x; j < half; j += blockDim.x) {
         float sin_a, cos_a;
         sincosf(static_cast<float>(position) * p.inv_freq[j], &sin_a, &cos_a);
         cos_sin[j] = make_float2(cos_a, sin_a);
     }
     __syncthreads();
+    if (p.table_before_wait) kernels::pdl_wait();
     if (head >= num_heads_total) return;
     const int64_t width = static_cast<int64_t>(num_heads_total) * head_dim;
     const bf16* row = p.qkv + t * width;
-    const int32_t slot = p.slot_mapping[t];
 
     const int col0 = head * head_dim;
     float2 lo[kPairRounds], hi[kPairRounds];
@@ -133,7 +138,11 @@ cudaError_t qkv_rope_kv_write(const QkvRopeParams& p, cudaStream_t stream) {
                                                           p.v_cache})
         if (!kernels::host_aligned(ptr, 4)) return cudaErrorInvalidValue;
     const int head_groups = kernels::ceil_div(p.num_heads + 2 * p.num_kv_heads, kWarps);
-    return kernels::launch_pdl(qkv_rope_kv_kernel, dim3(p.num_tokens, head_groups), dim3(32 * kWarps), 0, stream, p);
+    static const bool early = std::getenv("HICHAT_ROPE_EARLY") == nullptr ||
+                              std::atoi(std::getenv("HICHAT_ROPE_EARLY")) != 0;   // WIP (A/B)
+    QkvRopeParams q = p;
+    q.table_before_wait = early;
+    return kernels::launch_pdl(qkv_rope_kv_kernel, dim3(p.num_tokens, head_groups), dim3(32 * kWarps), 0, stream, q);
 }
 
 }  // namespace hichat::cuda
