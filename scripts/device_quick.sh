@@ -4,25 +4,13 @@
 # variants of VARIANTS ("ENV=.. [flags]" per item, separated by ';'; BIN=name runs .bundle/bin/name,
 # an older build copied there, instead of hichat). Switches: MEMCHECK=0 skips compute-sanitizer (memcheck
 # on executor tests, memcheck + racecheck on the backend tests of SANITIZE_FILTER), GEMM_BENCH=0 the GEMV
-# figures, THROUGHPUT=1 adds the 1B at batch 256 per variant, SERVE=1 the 8B served 1000/1000 at concurrency 256.
+# figures, THROUGHPUT=1 adds the 1B at batch 256 per variant, SERVE=1 the 8B served 1000/1000 at concurrency 256
+# (in SERVE_VARIANTS if set).
 set -uo pipefail; . .bundle/env.sh; export HICHAT_FIXTURES_DIR=$PWD/tests/fixtures PYTHONUNBUFFERED=1
 export PATH="$PATH:/usr/local/cuda/bin:/usr/local/cuda/compute-sanitizer"
 log=$(mktemp -d); SANITIZE_FILTER=${SANITIZE_FILTER:-Gemm*:QkvRope*}
 timeout 120 backend_cuda_tests > $log/b.log 2>&1; echo "backend_cuda_tests rc=$?"
 grep -E "^\[  (PASSED|FAILED) +\]|tests? from .* ran|Failure" $log/b.log | tail -6
-# WIP knobs whose code runs only when set: the GEMM and executor tests under each.
-for knobs in HICHAT_GEMV_WAVES=2 HICHAT_GEMV_MIN_SPLITS=2 HICHAT_PAIR_SPLITS=4; do
-  env $knobs timeout 60 backend_cuda_tests --gtest_filter='GemmTest.*' > $log/b_knobs.log 2>&1
-  echo "backend_cuda_tests GemmTest.* ($knobs) rc=$?: $(grep -E '^\[  (PASSED|FAILED)' $log/b_knobs.log | tr '\n' ' ')"
-  env $knobs timeout 90 executor_tests > $log/e_knobs.log 2>&1
-  echo "executor_tests ($knobs) rc=$?: $(grep -E '^\[  (PASSED|FAILED)' $log/e_knobs.log | tr '\n' ' ')"
-done
-for knobs in HICHAT_ATTN_PREFETCH=0 HICHAT_ATTN_MAX_SPLITS=1 HICHAT_MIXED_DECODE=0 HICHAT_ROPE_EARLY=0; do
-  env $knobs timeout 120 backend_cuda_tests --gtest_filter='*ttention*:QkvRope*' > $log/b_knobs.log 2>&1
-  echo "backend_cuda_tests *ttention*:QkvRope* ($knobs) rc=$?: $(grep -E '^\[  (PASSED|FAILED)' $log/b_knobs.log | tr '\n' ' ')"
-  env $knobs timeout 90 executor_tests > $log/e_knobs.log 2>&1
-  echo "executor_tests ($knobs) rc=$?: $(grep -E '^\[  (PASSED|FAILED)' $log/e_knobs.log | tr '\n' ' ')"
-done
 timeout 90 executor_tests > $log/e.log 2>&1; echo "executor_tests rc=$?"
 grep -E "^\[  (PASSED|FAILED) +\]|tests? from .* ran|Failure" $log/e.log | tail -6
 [[ ${MEMCHECK:-1} == 1 ]] && timeout 150 compute-sanitizer --tool memcheck executor_tests \
@@ -33,8 +21,9 @@ for tool in memcheck racecheck; do
   echo "$tool $SANITIZE_FILTER rc=$?: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $log/$tool.log | tail -1) $(grep -E '^\[  (PASSED|FAILED)' $log/$tool.log | tr '\n' ' ')"
 done
 cp $log/*.log $OUT/ 2>/dev/null
-timeout 40 python3 scripts/make_bench_checkpoint.py 1b /tmp/b1 /nonexistent > $log/m1.log 2>&1
-timeout 120 python3 scripts/make_bench_checkpoint.py 8b /tmp/b8 /nonexistent > $log/m8.log 2>&1
+mkdir -p /tmp/tok && tar -C /tmp/tok -xzf .bundle/tok.tar.gz   # hichat serve needs the tokenizer
+timeout 40 python3 scripts/make_bench_checkpoint.py 1b /tmp/b1 /tmp/tok > $log/m1.log 2>&1
+timeout 120 python3 scripts/make_bench_checkpoint.py 8b /tmp/b8 /tmp/tok > $log/m8.log 2>&1
 IFS=';' read -ra variants <<< "${VARIANTS:-HICHAT_PDL=0 --no-overlap;HICHAT_PDL=1}"
 split_variant() {  # split_variant "ENV=.. flags": sets envs, flags and bin
   local words w; read -ra words <<< "$1"; envs=(); flags=(); bin=hichat
@@ -54,7 +43,8 @@ done
 # SERVE=1: the 8B served 1000/1000 at concurrency 256 (hichat serve + hichat bench serve, as
 # gpu_bench.sh) in the same variants: the scheduler's mixed batches (bench engine prefills apart).
 if [[ ${SERVE:-0} == 1 ]]; then
-  for v in "${variants[@]}"; do
+  IFS=';' read -ra serve_variants <<< "${SERVE_VARIANTS:-${VARIANTS:-X=0}}"
+  for v in "${serve_variants[@]}"; do
     split_variant "$v"
     env "${envs[@]}" "$bin" serve --model /tmp/b8 --device cuda --port 8300 --max-num-seqs 256 \
         --max-num-batched-tokens 8192 --max-model-len 4096 > $log/serve.log 2>&1 &

@@ -9,9 +9,7 @@
 #include <optional>
 #include <set>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
-#include <string_view>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_event.h"
@@ -284,9 +282,6 @@ void CudaRunner::Impl::upload_metadata(const ForwardBatch& batch, const std::opt
         m.max_seq_len_q = std::max(m.max_seq_len_q, n);
         m.num_single_token_seqs += n == 1;
     }
-    static const bool route_single = std::getenv("HICHAT_MIXED_DECODE") == nullptr ||
-                                     std::string_view(std::getenv("HICHAT_MIXED_DECODE")) != "0";   // WIP A/B
-    if (!route_single) m.num_single_token_seqs = 0;
     m.max_seq_len_q = std::max(m.max_seq_len_q, 1);
     if (!sampling.empty()) {   // padding rows: argmax
         CHECK_EQ(static_cast<int>(sampling.size()), static_cast<int>(batch.num_logit_rows()));

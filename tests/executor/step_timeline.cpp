@@ -6,9 +6,9 @@
 //                           --batch 1 --input-len 128 --output-len 256 --repeat 1) with kernel
 //                           activity recording on, then prints, for each decode graph replayed at
 //                           least 8 times: the step's span (first kernel start to last kernel end),
-//                           and per kernel name its launches per step, mean duration and the mean gap
-//                           from the end of the kernel before it to its start (negative: it started
-//                           before the one before it ended).
+//                           and per kernel (name, grid width and the kernel before it) its launches
+//                           per step, mean duration and the mean gap from the end of the kernel before
+//                           it to its start (negative: it started before the one before it ended).
 #include <cupti.h>
 
 #include <cxxabi.h>
@@ -37,12 +37,13 @@ std::vector<KernelRecord>& records() {
     return r;
 }
 
-// "hichat::cuda::(anonymous namespace)::gemv_kernel<1>(...)" -> "gemv_kernel<1>".
+// "void hichat::cuda::(anonymous namespace)::gemv_kernel<1>(...)" -> "gemv_kernel<1>".
 std::string short_name(const char* mangled) {
     int status = 0;
     std::unique_ptr<char, decltype(&std::free)> demangled(abi::__cxa_demangle(mangled, nullptr, nullptr, &status),
                                                           &std::free);
     std::string name = status == 0 ? demangled.get() : mangled;
+    if (name.rfind("void ", 0) == 0) name.erase(0, 5);   // a template's return type
     int depth = 0;   // cut the parameter list: the first '(' outside template brackets
     for (size_t i = 0; i < name.size(); ++i) {
         if (name[i] == '<') ++depth;
@@ -70,7 +71,11 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
     while (cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
         if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) continue;
         const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-        if (k->graphId != 0) records().push_back({k->start, k->end, k->graphId, short_name(k->name)});
+        // The grid tells apart launches of one kernel for different matrices (q|k|v, o, down).
+        if (k->graphId != 0) {
+            records().push_back({k->start, k->end, k->graphId,
+                                 short_name(k->name) + " [" + std::to_string(k->gridX) + "]"});
+        }
     }
     std::free(buffer);
 }
@@ -97,7 +102,9 @@ void report_graph(uint32_t graph_id, std::vector<const KernelRecord*> kernels, s
         const KernelRecord* const* step = &kernels[s * per_step];
         span_ns += static_cast<double>(step[per_step - 1]->end - step[0]->start);
         for (size_t i = 0; i < per_step; ++i) {
-            NameStats& st = by_name[step[i]->name];
+            // The kernel before tells apart products of one grid (o after attention, down after gate/up).
+            const std::string key = i == 0 ? step[i]->name : step[i]->name + " after " + step[i - 1]->name;
+            NameStats& st = by_name[key];
             if (st.launches == 0) st.first_position = static_cast<int>(i);
             st.launches += 1;
             st.duration_ns += static_cast<double>(step[i]->end - step[i]->start);
@@ -110,11 +117,11 @@ void report_graph(uint32_t graph_id, std::vector<const KernelRecord*> kernels, s
     std::vector<std::pair<std::string, NameStats>> rows(by_name.begin(), by_name.end());
     std::sort(rows.begin(), rows.end(),
               [](const auto& a, const auto& b) { return a.second.first_position < b.second.first_position; });
-    std::printf("  %-48s %9s %10s %12s %12s %12s\n", "kernel", "per step", "us each", "us per step", "gap before",
+    std::printf("  %-80s %9s %10s %12s %12s %12s\n", "kernel", "per step", "us each", "us per step", "gap before",
                 "gap / step");
     for (const auto& [name, st] : rows) {
         const double per_step_launches = st.launches / steps;
-        std::printf("  %-48.48s %9.1f %10.2f %12.1f %12.2f %12.1f\n", name.c_str(), per_step_launches,
+        std::printf("  %-80.80s %9.1f %10.2f %12.1f %12.2f %12.1f\n", name.c_str(), per_step_launches,
                     st.duration_ns / st.launches / 1e3, st.duration_ns / steps / 1e3,
                     st.gap_ns / st.launches / 1e3, st.gap_ns / steps / 1e3);
     }

@@ -4,7 +4,6 @@
 // take a whole 64-row tile per KV head for its group of query rows.
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 
 #include "backend/cuda/attention_launch.h"
 #include "backend/cuda/device_info.h"
@@ -57,11 +56,7 @@ attn::DecodeSplit plan_decode_split(const AttentionMetadata& meta, int num_heads
     int best = 1;
     if (workspace != nullptr) {
         int64_t best_cost = split_cost(base_blocks, capacity, max_len, 1);
-        // WIP (A/B): HICHAT_ATTN_MAX_SPLITS caps the split count (1: never a combine kernel).
-        static const int cap = std::getenv("HICHAT_ATTN_MAX_SPLITS") == nullptr
-                                   ? kMaxSplits
-                                   : std::clamp(std::atoi(std::getenv("HICHAT_ATTN_MAX_SPLITS")), 1, kMaxSplits);
-        const int limit = std::min({max_splits_for(max_len), kMaxTokenSplits / std::max(meta.num_tokens, 1), cap});
+        const int limit = std::min(max_splits_for(max_len), kMaxTokenSplits / std::max(meta.num_tokens, 1));
         for (int n = 2; n <= limit; ++n) {
             if (split_workspace_bytes(meta.num_tokens, num_heads, head_dim, n) > workspace_bytes) break;
             const int64_t cost = split_cost(base_blocks, capacity, max_len, n);
@@ -116,9 +111,6 @@ cudaError_t paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_ca
     a.block_size = block_size;
     a.scale_log2 = scale * kLog2e;
     a.out = out;
-    static const bool prefetch = std::getenv("HICHAT_ATTN_PREFETCH") == nullptr ||
-                                 std::atoi(std::getenv("HICHAT_ATTN_PREFETCH")) != 0;   // WIP (A/B)
-    a.prefetch_old_keys = prefetch;
     if (meta.max_seq_len_q == 1 || meta.num_single_token_seqs > 0) {
         const attn::DecodeSplit split =
             plan_decode_split(meta, num_heads, num_kv_heads, head_dim, workspace, workspace_bytes);

@@ -22,12 +22,12 @@ struct AttnArgs {
     float scale_log2;                 // softmax scale * log2(e)
     __nv_bfloat16* out;               // [T, num_heads, head_dim]
     bool prefill_skips_single = false;  // leave one-token sequences to the decode kernel
-    bool prefetch_old_keys = true;      // WIP (A/B, HICHAT_ATTN_PREFETCH=0): decode tiles before pdl_wait
 };
 
-// Decode: the sequences with exactly one new token (the others are left alone). Keys are cut into num_splits ranges of keys_per_split
-// (a multiple of 128); with num_splits > 1 the partials go to partial_o [T, num_heads, num_splits,
-// head_dim] and partial_lse [T, num_heads, num_splits] (log2 units) and a second kernel combines them.
+// Decode: the sequences with exactly one new token (the others are left alone). Keys are cut into
+// num_splits ranges of keys_per_split (a multiple of 128); with num_splits > 1 the partials go to
+// partial_o [T, num_heads, num_splits, head_dim] and partial_lse [T, num_heads, num_splits] (log2
+// units) and a second kernel combines them.
 struct DecodeSplit {
     int num_splits = 1;
     int keys_per_split = 0;

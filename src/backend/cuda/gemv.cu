@@ -23,7 +23,6 @@
 // walk their row groups instead of exiting (8B 4.57 vs 4.09, 1B 0.951 vs 0.859 ms per token; the
 // pair instance spilled 88 bytes).
 #include <algorithm>
-#include <cstdlib>
 
 #include "backend/cuda/device_info.h"
 #include "backend/cuda/kernel_util.cuh"
@@ -190,46 +189,33 @@ __global__ void __launch_bounds__(kThreads, 8) gemv_silu_kernel(const bf16* __re
 }
 
 // Warps per row for a matrix of `weight_rows` x k: the most (up to 8) that keep every warp within one
-// wave of resident warps and give each lane at least two 16-byte loads. On the H200 (132 SMs) that is
-// 1B q|k|v 2, o 4, down 4; 8B q|k|v 1, o 2, down 2; lm_head 1 (gate/up: pair_splits). Measured in the
-// engine (2026-11-30, batch 1, alternating in one run): 1B 1.004 -> 0.904 and 8B 4.536 -> 4.309 ms per
-// token against one warp per row; allowing two or four waves, or one load per lane, was slower (8B 4.24
-// / 4.42 vs 4.16, 1B 0.926 / 0.944 / 0.965 vs 0.897, another machine), and so was splitting the gate/up
-// rows then (8B 4.24-4.28; no longer, see pair_splits). Isolated (cuda_ops_bench, no PDL) splitting
-// looks neutral to slightly worse: what it shortens is the time from pdl_wait() to the last row, which
-// an isolated launch does not expose.
-// WIP (measurement): HICHAT_GEMV_WAVES=2 lets the split fill two waves; HICHAT_GEMV_MIN_SPLITS=2 gives
-// every plain product at least 2 warps per row (where lanes keep 2 loads); HICHAT_PAIR_SPLITS=N sets
-// the gate/up pair's count.
-int env_int(const char* name, int fallback) {
-    const char* v = std::getenv(name);
-    return v == nullptr ? fallback : std::atoi(v);
-}
-
+// wave of resident warps and give each lane at least two 16-byte loads, and at least 2 where lanes keep
+// two loads. On the H200 (132 SMs) that is 1B q|k|v 2, o 4, down 4, lm_head 2; 8B 2 for every plain
+// product. Measured in the engine (2026-11-30, batch 1, alternating in one run): 1B 1.004 -> 0.904 and
+// 8B 4.536 -> 4.309 ms per token against one warp per row; allowing two or four waves, or one load per
+// lane, was slower (8B 4.24 / 4.42 vs 4.16, 1B 0.926 / 0.944 / 0.965 vs 0.897, another machine; two
+// waves again 4.005 vs 3.913 later). The floor of 2 (8B q|k|v and lm_head, 1B lm_head; 2026-11-30,
+// two device runs): 8B 3.913 -> 3.908 and, with 4 warps per gate/up pair, 3.876 -> 3.871; 1B 0.813 ->
+// 0.811 and 0.808 -> 0.806. Forcing 4 for o or down (8B 3.936 / 3.924 vs 3.876), or 1 for down (3.968)
+// was slower. Isolated (cuda_ops_bench, no PDL) splitting looks neutral to slightly worse: what it
+// shortens is the time from pdl_wait() to the last row, which an isolated launch does not expose.
 int choose_splits(int weight_rows, int k) {
-    static const int waves = std::clamp(env_int("HICHAT_GEMV_WAVES", 1), 1, 4);
-    const int64_t resident = int64_t{64} * std::max(cuda_num_sms(), 1) * waves;
+    const int64_t resident = int64_t{64} * std::max(cuda_num_sms(), 1);
     int splits = 1;
     while (splits < 8 && int64_t{weight_rows} * splits * 2 <= resident && k / 8 / (splits * 2) >= 64) splits *= 2;
-    return splits;
-}
-
-int plain_splits(int n, int k) {
-    static const int min_splits = env_int("HICHAT_GEMV_MIN_SPLITS", 1);
-    const int splits = choose_splits(n, k);
-    return splits < min_splits && k / 8 / min_splits >= 64 ? min_splits : splits;
-}
-
-// Warps per gate/up row pair: the plain rule's count for its 2 x intermediate rows, but at least 2
-// where each lane still gets two loads per row. One warp per pair is 1.7 waves of long-lived warps on
-// an H200 for the 8B (14,336 pairs); two make 3.4 waves of one pass each, which stream more evenly:
-// 8B batch 1 4.018 -> 3.959, 1B 0.844 -> 0.836 ms per token (two rounds each, one device run,
-// 2026-11-30, with the loads above; with __ldg loads it had measured slower, 4.24-4.28 vs 4.16).
-int pair_splits(int intermediate, int k) {
-    static const int forced = env_int("HICHAT_PAIR_SPLITS", 0);
-    if (forced == 1 || forced == 2 || forced == 4 || forced == 8) return forced;
-    const int splits = choose_splits(2 * intermediate, k);
     return splits == 1 && k / 8 / 2 >= 64 ? 2 : splits;
+}
+
+// Warps per gate/up row pair: 8 (one block per pair) where each lane keeps a load per row, else the
+// most that do. Short-lived warps stream the 2 x intermediate rows more evenly than long ones: against
+// one warp per pair (1.7 waves on an H200 for the 8B's 14,336 pairs) two made 8B 4.018 -> 3.959 and 1B
+// 0.844 -> 0.836 ms per token; against two, 4 / 8 made 8B 3.913 -> 3.876 / 3.855 and 1B 0.813 -> 0.808
+// / 0.802 (2026-11-30, alternating in one device run each; with __ldg loads splitting had measured
+// slower, 4.24-4.28 vs 4.16).
+int pair_splits(int k) {
+    int splits = 8;
+    while (splits > 1 && k / 8 / splits < 32) splits /= 2;
+    return splits;
 }
 
 // Launches the instance of the split count (k1, k2, k4, k8: the kernel for 1, 2, 4, 8) over `rows` rows.
@@ -252,7 +238,7 @@ cudaError_t gemv(const bf16* a, const bf16* w, void* d, bool f32_out, int m, int
                  cudaStream_t stream) {
     if (n == 0) return cudaSuccess;
     if (!gemv_applies(a, w, d, m, k) || n < 0 || (accumulate && !f32_out)) return cudaErrorInvalidValue;
-    return launch_split(plain_splits(n, k), n, stream, gemv_kernel<1>, gemv_kernel<2>, gemv_kernel<4>, gemv_kernel<8>,
+    return launch_split(choose_splits(n, k), n, stream, gemv_kernel<1>, gemv_kernel<2>, gemv_kernel<4>, gemv_kernel<8>,
                         a, w, d, n, k, f32_out, accumulate);
 }
 
@@ -260,7 +246,7 @@ cudaError_t gemv_silu_mul(const bf16* a, const bf16* w_gate_up, bf16* out, int i
                           cudaStream_t stream) {
     if (intermediate == 0) return cudaSuccess;
     if (!gemv_applies(a, w_gate_up, out, 1, k) || intermediate < 0) return cudaErrorInvalidValue;
-    return launch_split(pair_splits(intermediate, k), intermediate, stream, gemv_silu_kernel<1>,
+    return launch_split(pair_splits(k), intermediate, stream, gemv_silu_kernel<1>,
                         gemv_silu_kernel<2>, gemv_silu_kernel<4>, gemv_silu_kernel<8>, a, w_gate_up, out,
                         intermediate, k);
 }

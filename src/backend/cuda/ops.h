@@ -43,7 +43,6 @@ struct QkvRopeParams {
     bf16* q_out;                 // [T, num_heads * head_dim]
     bf16* k_cache;               // paged
     bf16* v_cache;               // paged
-    bool table_before_wait = true;   // WIP (A/B, HICHAT_ROPE_EARLY=0): set by qkv_rope_kv_write
 };
 cudaError_t qkv_rope_kv_write(const QkvRopeParams& p, cudaStream_t stream);
 
