@@ -9,7 +9,8 @@
 #   5. transformers generate() on the same checkpoints and shapes (the peer, same run);
 #   6. cuda_ops_bench.
 # Writes OUT_DIR/results.jsonl (every line tagged with gpu, commit, date), OUT_DIR/logs.tar.gz and
-# OUT_DIR/console.txt (everything printed, the record's console log); prints a table.
+# OUT_DIR/console.txt (everything printed, the record's console log); prints a table. SERVE_AB=name
+# repeats step 4 with .bundle/bin/name, an A/B build, and prints its throughput (not in the results).
 set -uo pipefail
 dest=${1:?usage: scripts/gpu_bench.sh OUT_DIR [COMMIT]}
 mkdir -p "$dest"
@@ -62,14 +63,21 @@ timeout 60 hichat bench engine --model /tmp/b8 --device cuda --batch 1 --input-l
 grep -v '^{' "$out/engine_8b.log"
 
 echo "== 8B served (1000/1000, concurrency 256)"
-hichat serve --model /tmp/b8 --device cuda --port 8300 --max-num-seqs 256 --max-num-batched-tokens 8192 \
-    --max-model-len 4096 > "$out/serve_8b.log" 2>&1 &
-pid=$!
-for _ in $(seq 300); do grep -q "ready:" "$out/serve_8b.log" && break; sleep 0.2; done
-timeout 150 hichat bench serve --url http://127.0.0.1:8300 --model b8 --input-len 1000 --output-len 1000 \
-    --num-prompts 256 --max-concurrency 256 --vocab-size 128000 2>&1 | tee "$out/bench_serve_8b.log" | tag "$m8"
+serve_8b() {  # serve_8b BINARY LOG_NAME: hichat serve + hichat bench serve; bench output on stdout
+    "$1" serve --model /tmp/b8 --device cuda --port 8300 --max-num-seqs 256 --max-num-batched-tokens 8192 \
+        --max-model-len 4096 > "$out/serve_$2.log" 2>&1 &
+    local pid=$!
+    for _ in $(seq 300); do grep -q "ready:" "$out/serve_$2.log" && break; sleep 0.2; done
+    timeout 150 "$1" bench serve --url http://127.0.0.1:8300 --model b8 --input-len 1000 --output-len 1000 \
+        --num-prompts 256 --max-concurrency 256 --vocab-size 128000 2>&1 | tee "$out/bench_serve_$2.log"
+    kill -TERM $pid; wait $pid
+}
+serve_8b hichat 8b | tag "$m8"
 grep -v '^{' "$out/bench_serve_8b.log" | tail -20
-kill -TERM $pid; wait $pid
+if [[ -n ${SERVE_AB:-} ]]; then   # A/B: the same served run with .bundle/bin/$SERVE_AB (console only)
+    serve_8b "$SERVE_AB" ab > /dev/null
+    echo "A/B $SERVE_AB served: $(grep -o '"output_throughput":[0-9.]*' "$out/bench_serve_ab.log")"
+fi
 
 echo "== transformers generate (8B)"
 timeout 200 python3 bench/transformers_generate.py /tmp/b8 1:128:256 256:128:256 1:2048:1 \
