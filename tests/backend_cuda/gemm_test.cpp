@@ -93,9 +93,9 @@ TEST_F(GemmTest, OddShapesAndUnalignedPointers) {
 // and 29 loads per lane: a pass of 16, one of 8, one of 4, then a single load.
 TEST_F(GemmTest, DecodeRowsMatchCpuThroughGemvAndCublas) {
     Gemm gemv_first, cublas_only(32 << 20, false);
-    const GemmCase cases[] = {{1, 989, 4096}, {1, 6144, 2048}, {1, 111, 4104}, {1, 19, 14336}, {1, 7, 8},
-                              {1, 1, 8}, {1, 3, 24}, {1, 5000, 4096}, {1, 4500, 7432}, {1, 4500, 14856}, {2, 6144, 512},
-                              {8, 1000, 2048}};
+    const GemmCase cases[] = {{1, 989, 4096},  {1, 6144, 2048}, {1, 111, 4104},   {1, 19, 14336},
+                              {1, 7, 8},       {1, 1, 8},        {1, 3, 24},       {1, 5000, 4096},
+                              {1, 4500, 7432}, {1, 4500, 14856}, {2, 6144, 512},   {8, 1000, 2048}};
     for (Gemm* gemm : {&gemv_first, &cublas_only}) {
         for (const GemmCase& c : cases) {
             check_gemm(*gemm, c, GemmOut::kBf16, false, 0);

@@ -10,7 +10,6 @@
 //                           per step, mean duration and the mean gap from the end of the kernel before
 //                           it to its start (negative: it started before the one before it ended).
 #include <cupti.h>
-
 #include <cxxabi.h>
 
 #include <algorithm>
@@ -40,11 +39,11 @@ std::vector<KernelRecord>& records() {
 // "void hichat::cuda::(anonymous namespace)::gemv_kernel<1>(...)" -> "gemv_kernel<1>".
 std::string short_name(const char* mangled) {
     int status = 0;
-    std::unique_ptr<char, decltype(&std::free)> demangled(abi::__cxa_demangle(mangled, nullptr, nullptr, &status),
-                                                          &std::free);
+    std::unique_ptr<char, decltype(&std::free)> demangled(
+        abi::__cxa_demangle(mangled, nullptr, nullptr, &status), &std::free);
     std::string name = status == 0 ? demangled.get() : mangled;
-    if (name.rfind("void ", 0) == 0) name.erase(0, 5);   // a template's return type
-    int depth = 0;   // cut the parameter list: the first '(' outside template brackets
+    if (name.rfind("void ", 0) == 0) name.erase(0, 5);  // a template's return type
+    int depth = 0;  // cut the parameter list: the first '(' outside template brackets
     for (size_t i = 0; i < name.size(); ++i) {
         if (name[i] == '<') ++depth;
         if (name[i] == '>') --depth;
@@ -73,8 +72,8 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
         const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
         // The grid tells apart launches of one kernel for different matrices (q|k|v, o, down).
         if (k->graphId != 0) {
-            records().push_back({k->start, k->end, k->graphId,
-                                 short_name(k->name) + " [" + std::to_string(k->gridX) + "]"});
+            records().push_back(
+                {k->start, k->end, k->graphId, short_name(k->name) + " [" + std::to_string(k->gridX) + "]"});
         }
     }
     std::free(buffer);
@@ -109,7 +108,8 @@ void report_graph(uint32_t graph_id, std::vector<const KernelRecord*> kernels, s
             st.launches += 1;
             st.duration_ns += static_cast<double>(step[i]->end - step[i]->start);
             busy_ns += static_cast<double>(step[i]->end - step[i]->start);
-            if (i > 0) st.gap_ns += static_cast<double>(static_cast<int64_t>(step[i]->start - step[i - 1]->end));
+            if (i > 0)
+                st.gap_ns += static_cast<double>(static_cast<int64_t>(step[i]->start - step[i - 1]->end));
         }
     }
     std::printf("graph %u: %zu steps of %zu kernels, span %.1f us per step, kernel time %.1f us per step\n",
@@ -117,8 +117,8 @@ void report_graph(uint32_t graph_id, std::vector<const KernelRecord*> kernels, s
     std::vector<std::pair<std::string, NameStats>> rows(by_name.begin(), by_name.end());
     std::sort(rows.begin(), rows.end(),
               [](const auto& a, const auto& b) { return a.second.first_position < b.second.first_position; });
-    std::printf("  %-80s %9s %10s %12s %12s %12s\n", "kernel", "per step", "us each", "us per step", "gap before",
-                "gap / step");
+    std::printf("  %-80s %9s %10s %12s %12s %12s\n", "kernel", "per step", "us each", "us per step",
+                "gap before", "gap / step");
     for (const auto& [name, st] : rows) {
         const double per_step_launches = st.launches / steps;
         std::printf("  %-80.80s %9.1f %10.2f %12.1f %12.2f %12.1f\n", name.c_str(), per_step_launches,
@@ -132,7 +132,8 @@ void report() {
     std::map<uint32_t, std::vector<const KernelRecord*>> by_graph;
     for (const KernelRecord& r : records()) by_graph[r.graph_id].push_back(&r);
     for (auto& [graph_id, kernels] : by_graph) {
-        std::sort(kernels.begin(), kernels.end(), [](const auto* a, const auto* b) { return a->start < b->start; });
+        std::sort(kernels.begin(), kernels.end(),
+                  [](const auto* a, const auto* b) { return a->start < b->start; });
         size_t per_step = 1;
         while (per_step < kernels.size() && kernels[per_step]->name != kernels[0]->name) ++per_step;
         if (kernels.size() / per_step < 8) continue;

@@ -96,8 +96,8 @@ __device__ __forceinline__ void full_passes(const Bf16x8* const (&w_rows)[kRows]
 // one row at most one pass of kUnroll / 2 and one of kUnroll / 4 (an 8B o-proj lane has 8 words, a
 // down-proj lane 28: one round trip instead of two or three), then single words: 8B batch 1 4.061
 // against 4.085 ms with passes of kUnroll and single words only, 1B 0.850 against 0.859 (two rounds
-// each, one device run, 2026-11-30). The row pair keeps passes of 8 and single words: the extra passes spill
-// there (4-20 bytes at the 32-register cap) and an 8B or 1B gate/up lane has whole passes anyway.
+// each, one device run, 2026-11-30). The row pair keeps passes of 8 and single words: the extra passes
+// spill there (4-20 bytes at the 32-register cap) and an 8B or 1B gate/up lane has whole passes anyway.
 template <int kRows, int kUnroll>
 __device__ __forceinline__ void stream_rows(const Bf16x8* const (&w_rows)[kRows], const Bf16x8* x, Slice s,
                                             int lane, float (&acc)[kRows]) {
@@ -201,9 +201,9 @@ __global__ void __launch_bounds__(kThreads, 8) gemv_silu_kernel(const bf16* __re
 // shortens is the time from pdl_wait() to the last row, which an isolated launch does not expose.
 int choose_splits(int weight_rows, int k) {
     const int64_t resident = int64_t{64} * std::max(cuda_num_sms(), 1);
-    int splits = 1;
+    int splits = k / 8 / 2 >= 64 ? 2 : 1;
     while (splits < 8 && int64_t{weight_rows} * splits * 2 <= resident && k / 8 / (splits * 2) >= 64) splits *= 2;
-    return splits == 1 && k / 8 / 2 >= 64 ? 2 : splits;
+    return splits;
 }
 
 // Warps per gate/up row pair: 8 (one block per pair) where each lane keeps a load per row, else the
