@@ -255,7 +255,7 @@ void bench_rope(std::mt19937& rng) {
 
 // cuBLASLt's heuristic choice against the fastest of its first kMaxAlgos candidates, per shape of an
 // 8B step (bf16 out, fp32 accumulation, as Gemm runs them): what autotuning would gain in isolation
-// (in the engine it did not: src/backend/cuda/NOTES.md).
+// (in the engine it did not: docs/cuda-notes.md).
 void bench_gemm_algos(std::mt19937& rng) {
     constexpr int kMaxAlgos = 16;
     cublasLtHandle_t handle;

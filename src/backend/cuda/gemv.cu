@@ -17,7 +17,7 @@
 // 16-byte load instead of the four 4-byte loads the struct copy compiles to (more registers, spills
 // at the 32 cap: 8B 4.20-4.24 vs 4.13); weights copied into shared memory with cp.async, 3 pieces of
 // 4 KiB in flight per warp, the first before pdl_wait(), on a grid of 1-4 blocks of 4 warps per SM (2.0
-// TB/s at best, 8B batch 1 5.5-9.5 ms). Also dropped (NOTES.md, afternoon of 2026-11-30): work folded
+// TB/s at best, 8B batch 1 5.5-9.5 ms). Also dropped (docs/cuda-notes.md, afternoon of 2026-11-30): work folded
 // into this kernel, namely the input RMSNorm made by every block, RoPE + KV write in the epilogue, the
 // next RMSNorm by the last block. And (2026-11-30, later) a grid of at most 8 blocks per SM whose blocks
 // walk their row groups instead of exiting (8B 4.57 vs 4.09, 1B 0.951 vs 0.859 ms per token; the
