@@ -50,7 +50,7 @@ std::string_view chat_page_html() {
   <h1>HiChat</h1>
   <span class="status"><span id="model">connecting...</span> <span id="context"></span></span>
   <label for="max-reply">Max reply
-    <input id="max-reply" type="number" min="1" step="1" value="256" title="tokens; empty: as many as fit"></label>
+    <input id="max-reply" type="number" min="1" step="1" value="256" title="empty: as many as fit"> tokens</label>
   <label for="key">API key
     <input id="key" type="password" placeholder="if the server needs one" autocomplete="off"></label>
   <button id="new-chat" type="button" class="secondary">New chat</button>
@@ -124,6 +124,7 @@ async function readReply(r, reply, sent, signal) {
   let buf = '';
   for (;;) {
     const { value, done } = await reader.read();
+    if (signal.aborted) throw new DOMException('stopped', 'AbortError');  // Stop came after the last byte
     if (done) return;
     buf += decoder.decode(value, { stream: true });
     let cut;
@@ -131,7 +132,6 @@ async function readReply(r, reply, sent, signal) {
       const line = buf.slice(0, cut).trim(); buf = buf.slice(cut + 2);
       if (line.startsWith('data: ') && line !== 'data: [DONE]') onChunk(JSON.parse(line.slice(6)), reply, sent);
     }
-    if (signal.aborted) throw new DOMException('stopped', 'AbortError');
   }
 }
 function onChunk(j, reply, sent) {

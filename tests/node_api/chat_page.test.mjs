@@ -137,6 +137,8 @@ test('a 14-turn conversation completes: the oldest turns are dropped and every r
   assert.notEqual(answered.at(-1).body.messages[0].content, message(0), 'the first turn was never dropped');
   assert.ok(await page.locator('.msg.notice', { hasText: 'Earlier turns were dropped' }).count() >= 1);
   assert.ok(await page.locator('.msg.dropped').count() >= 2);
+  fs.mkdirSync(artifacts, { recursive: true });
+  await page.screenshot({ path: path.join(artifacts, 'chat_page_long.png'), fullPage: true });
   console.log(`# ${calls.length} requests for ${turns} turns; ` +
               `${answered.at(-1).body.messages.length} messages in the last one`);
   await page.close();
