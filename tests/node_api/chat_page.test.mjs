@@ -45,13 +45,16 @@ async function openPage(srv, modelText = 'default') {
   return { page, calls };
 }
 
-// Types a message, presses Enter and waits until the page is ready for the next one.
+// Types a message, presses Enter and waits until the page is ready for the next one: the turn is in the log,
+// or an error is (a failed turn leaves the log and goes back into the input box).
 async function say(page, text) {
-  const users = await page.locator('.msg.user').count();
+  const counts = () => [document.querySelectorAll('.msg.user').length, document.querySelectorAll('.msg.error').length];
+  const [users, errors] = await page.evaluate(counts);
   await page.fill('#input', text);
   await page.keyboard.press('Enter');
-  await page.waitForFunction((n) => document.querySelectorAll('.msg.user').length === n + 1, users);
-  await page.waitForFunction(() => !document.getElementById('send').disabled, null, { timeout: TURN_MS });
+  await page.waitForFunction(([u, e]) => !document.getElementById('send').disabled &&
+    (document.querySelectorAll('.msg.user').length === u + 1 || document.querySelectorAll('.msg.error').length > e),
+  [users, errors], { timeout: TURN_MS });
 }
 const lastReply = (page) => page.locator('.msg.assistant').last();
 const replyText = (page) => lastReply(page).locator('.text').textContent();
@@ -113,8 +116,8 @@ test('a 14-turn conversation completes: the oldest turns are dropped and every r
   const turns = 14;
   for (let i = 0; i < turns; i++) {
     await say(page, message(i));
-    assert.ok((await replyText(page)).length > 0, `reply ${i + 1} is empty`);
     assert.equal(await page.locator('.msg.error').count(), 0, `an error is shown after turn ${i + 1}`);
+    assert.ok((await replyText(page)).length > 0, `reply ${i + 1} is empty`);
     assert.equal(await page.locator('.msg.assistant').count(), i + 1);
   }
   const answered = calls.filter((c) => c.status === 200);
