@@ -49,8 +49,9 @@ std::string_view chat_page_html() {
 <header>
   <h1>HiChat</h1>
   <span class="status"><span id="model">connecting...</span> <span id="context"></span></span>
-  <label for="max-reply">Max reply
-    <input id="max-reply" type="number" min="1" step="1" value="256" title="empty: as many as fit"> tokens</label>
+  <label for="max-reply">Reply cap
+    <input id="max-reply" type="number" min="1" step="1" placeholder="none"
+           title="empty: a reply may use all the room left in the context"> tokens</label>
   <label for="key">API key
     <input id="key" type="password" placeholder="if the server needs one" autocomplete="off"></label>
   <button id="new-chat" type="button" class="secondary">New chat</button>
@@ -114,7 +115,8 @@ async function post(turns, signal) {
     const e = await r.json().then((j) => j.error || {}, () => ({}));
     if (promptTooLong(r, e) && dropOldestTurn(turns)) { dropped = true; continue; }
     if (capTooLong(r, e) && allowCap) { allowCap = false; continue; }
-    throw Object.assign(new Error(e.message || r.statusText), { status: r.status });
+    const text = promptTooLong(r, e) ? 'This message is too long for the model: ' + e.message : e.message;
+    throw Object.assign(new Error(text || r.statusText), { status: r.status });
   }
 }
 
@@ -177,7 +179,7 @@ async function loadModel() {
   } catch (e) { $('model').textContent = String(e.message || e); }
 }
 async function chat(text) {
-  const turns = history, ctrl = new AbortController();
+  const turns = history, kept = history.slice(), ctrl = new AbortController();
   const user = { role: 'user', content: text, el: bubble('user', text) };
   const reply = { role: 'assistant', content: '', el: bubble('assistant', '') };
   turns.push(user);
@@ -195,8 +197,9 @@ async function chat(text) {
     if (e.name === 'AbortError') {
       reply.el.classList.add('stopped'); note(reply.el, 'stopped'); turns.push(reply); input.focus();
     } else {
-      reply.el.remove(); user.el.remove(); turns.splice(turns.indexOf(user), 1);
-      if (!input.value) input.value = text;
+      reply.el.remove(); user.el.remove(); input.value = input.value || text;
+      turns.splice(0, turns.length, ...kept);  // a failed turn drops nothing
+      for (const m of kept) m.el.classList.remove('dropped');
       bubble('error', e.status === 401 ? pointAtKeyBox(!!keyBox.value) : String(e.message || e));
     }
   } finally {

@@ -94,9 +94,9 @@ const VERSES = [
   'He maketh me to lie down in green pastures: he leadeth me beside the still waters.',
   'To every thing there is a season, and a time to every purpose under the heaven.',
 ];
-// About 400 characters: fourteen of them alone overflow the 1024-token context, whatever the replies are.
+// About 700 characters (some 175 tokens): any seven of them overflow what the page sends, whatever the replies.
 const message = (i) => `Question ${i + 1}. ` +
-  [0, 1, 2, 3, 4, 5].map((k) => VERSES[(i + k) % VERSES.length]).join(' ') + ' What sayest thou?';
+  [0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map((k) => VERSES[(i + k) % VERSES.length]).join(' ') + ' What sayest thou?';
 
 test('typing a message streams a reply into the page', async () => {
   const { page } = await openPage(server);
@@ -111,10 +111,15 @@ test('typing a message streams a reply into the page', async () => {
   await page.close();
 });
 
-test('a 14-turn conversation completes: the oldest turns are dropped and every request fits', async () => {
+// Fourteen turns through the page, the first seven with no reply cap and the rest with a 256-token cap: no error,
+// no empty reply; the oldest turns are dropped, the newest sent in order, and each answered request fits with
+// room for a reply.
+test('a 14-turn conversation drops the oldest turns, and every request fits, with and without a reply cap',
+     async () => {
   const { page, calls } = await openPage(server);
-  const turns = 14;
+  const turns = 14, capFrom = 7, cap = 256;
   for (let i = 0; i < turns; i++) {
+    await page.fill('#max-reply', i < capFrom ? '' : String(cap));
     await say(page, message(i));
     assert.equal(await page.locator('.msg.error').count(), 0, `an error is shown after turn ${i + 1}`);
     assert.ok((await replyText(page)).length > 0, `reply ${i + 1} is empty`);
@@ -125,31 +130,34 @@ test('a 14-turn conversation completes: the oldest turns are dropped and every r
   for (const [i, { body }] of answered.entries()) {
     const m = body.messages;
     assert.deepEqual(m.at(-1), { role: 'user', content: message(i) });
-    assert.equal(m[0].role, 'user');
     // The turns sent are the newest ones, in order: a suffix of the conversation.
     const first = Number(m[0].content.match(/^Question (\d+)\./)[1]) - 1;
     assert.equal(m.length, 2 * (i - first) + 1);
     m.forEach((msg, k) => assert.equal(msg.role, k % 2 ? 'assistant' : 'user'));
     // What the page asked for fits, and leaves room for a reply.
     const prompt = await promptTokens(m);
-    assert.ok(body.max_tokens === undefined || (body.max_tokens <= 256 && prompt + body.max_tokens <= context),
-              `turn ${i + 1}: max_tokens ${body.max_tokens} after a ${prompt}-token prompt`);
+    if (i < capFrom) assert.equal(body.max_tokens, undefined);
+    else assert.ok(body.max_tokens === undefined || (body.max_tokens === cap && prompt + cap <= context),
+                   `turn ${i + 1}: max_tokens ${body.max_tokens} after a ${prompt}-token prompt`);
     assert.ok(context - prompt >= 128, `turn ${i + 1}: only ${context - prompt} tokens left for the reply`);
   }
+  const capped = answered.filter((c) => c.body.max_tokens === cap).length;
+  assert.ok(capped > 0, 'the cap was never sent');
   assert.equal(answered[0].body.messages.length, 1);
-  assert.notEqual(answered.at(-1).body.messages[0].content, message(0), 'the first turn was never dropped');
-  assert.ok(await page.locator('.msg.notice', { hasText: 'Earlier turns were dropped' }).count() >= 1);
+  assert.ok(answered[capFrom - 1].body.messages.length < 2 * capFrom - 1, 'no turn dropped without a cap');
+  assert.ok(answered.at(-1).body.messages.length < 2 * (turns - capFrom) + 1, 'no turn dropped with a cap');
+  assert.ok(await page.locator('.msg.notice', { hasText: 'Earlier turns were dropped' }).count() >= 2);
   assert.ok(await page.locator('.msg.dropped').count() >= 2);
   fs.mkdirSync(artifacts, { recursive: true });
   await page.screenshot({ path: path.join(artifacts, 'chat_page_long.png'), fullPage: true });
-  console.log(`# ${calls.length} requests for ${turns} turns; ` +
-              `${answered.at(-1).body.messages.length} messages in the last one`);
+  console.log(`# ${calls.length} requests for ${turns} turns, ${capped} with max_tokens ${cap}; ` +
+              `messages sent in the last: ${answered.at(-1).body.messages.length}`);
   await page.close();
 });
 
 test('stop ends the stream, keeps the partial reply marked stopped, and the next turn works', async () => {
   const { page, calls } = await openPage(server);
-  await page.fill('#max-reply', '');  // as many tokens as fit: the page leaves max_tokens out
+  await page.fill('#max-reply', '');  // no cap: the page leaves max_tokens out, the reply may fill the context
   await clickOnFirstToken(page, 'stop');
   await say(page, 'Tell me of the flood, and of Noah, and of all the beasts that went into the ark.');
   const stopped = lastReply(page);
