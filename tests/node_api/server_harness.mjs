@@ -18,6 +18,9 @@ export function makeModelDir() {
   return dir;
 }
 
+// The checked-in default model (models/default): a tiny Llama with a real BPE tokenizer and chat template.
+export const DEFAULT_MODEL = path.resolve(FIXTURES, '..', '..', 'models', 'default');
+
 // Resolves once the server says it is ready; rejects if it exits first.
 export async function startServer(modelDir, extraArgs = []) {
   const args = ['serve', '--model', modelDir, '--port', '0', '--threads', '2', ...extraArgs];
