@@ -139,6 +139,7 @@ private:
     // The exchange of the request being read or answered.
     void begin_exchange();
     void note_request_head();
+    void note_request_line();
     void finish_exchange(bool complete);
 
     // Timer and closing.
@@ -346,7 +347,7 @@ void Connection::begin_exchange() {
 
 // The request line and headers are parsed (also when the body is then refused).
 void Connection::note_request_head() {
-    if (!parser_ || exchange_has_head_) return;
+    if (!parser_ || !exchange_ || exchange_has_head_) return;
     const auto& message = parser_->get();
     exchange_has_head_ = true;
     exchange_->set_request(std::string(message.method_string()), std::string(message.target()));
@@ -356,14 +357,24 @@ void Connection::note_request_head() {
     }
 }
 
+// Refused or cut off before the headers were parsed: the request line as far as it is known (the
+// parser has it once the line was complete, else it is still in the buffer).
+void Connection::note_request_line() {
+    if (!exchange_ || exchange_has_head_) return;
+    exchange_has_head_ = true;
+    if (parser_ && !parser_->get().target().empty()) {
+        const auto& message = parser_->get();
+        return exchange_->set_request(std::string(message.method_string()), std::string(message.target()));
+    }
+    auto bytes = buffer_.data();
+    auto [method, target] = peek_request_line(std::string_view(static_cast<const char*>(bytes.data()), bytes.size()));
+    exchange_->set_request(std::move(method), std::move(target));
+}
+
 // `complete`: the final response part is queued; else the connection closed first.
 void Connection::finish_exchange(bool complete) {
     if (!exchange_) return;
-    if (!exchange_has_head_) {  // refused or cut off before the headers were parsed
-        auto bytes = buffer_.data();
-        auto [method, target] = peek_request_line(std::string_view(static_cast<const char*>(bytes.data()), bytes.size()));
-        exchange_->set_request(std::move(method), std::move(target));
-    }
+    note_request_line();
     exchange_->leave_connection(complete, outbound_.num_bytes_queued() - exchange_first_byte_);
     exchange_.reset();
 }
@@ -497,6 +508,7 @@ void Connection::on_write(error_code ec, size_t num_bytes) {
 void Connection::reply_error(int status, const std::string& message, std::string_view code) {
     // The rest of the request may still be on its way: answer, then close (never parse on).
     if (parser_ && parser_->is_header_done()) note_request_head();
+    note_request_line();
     phase_ = Phase::kErrorReply;
     parser_.reset();
     request_is_head_ = false;
