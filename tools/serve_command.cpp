@@ -12,6 +12,7 @@
 #include "api/auth/deny_list.h"
 #include "api/auth/metrics.h"
 #include "api/auth/quota_limiter.h"
+#include "api/access_observer.h"
 #include "api/http/http_server.h"
 #include "api/openai_service.h"
 #include "executor/runner_factory.h"
@@ -95,7 +96,6 @@ api::ServiceDeps service_deps(Frontend& f, LoadedModel& m) {
             .keys = &f.keys,
             .quotas = f.quotas.get(),
             .metrics = &f.metrics,
-            .access_log = f.access_log.get(),
             .input_filter = &f.deny_list,
             .eos_token_ids = m.eos_ids};
 }
@@ -134,6 +134,7 @@ int serve_main(const std::vector<std::string>& args) {
                                 .request_timeout_s = opts->request_timeout_s});
     api::Router router;
     service.add_routes(router);
+    opts->http.on_exchange = api::make_access_observer(front.access_log.get(), &front.metrics);
     auto server = api::HttpServer::start(opts->http, std::move(router));
     if (!server.ok()) return fail(server.status());
     std::fprintf(stderr, "hichat serve: listening on %s://%s:%d (loading %s; %d I/O threads, %d CPU compute threads)\n",

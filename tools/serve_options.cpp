@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "api/http/cors.h"
 #include "cli_args.h"
 #include "default_model.h"
 
@@ -13,6 +14,7 @@ const char* const kServeUsage =
     "  serve    [--model DIR (default: models/default)] [--host 127.0.0.1] [--port 8000] [--served-model-name NAME]\n"
     "           [--api-key KEY]... [--api-key-file FILE] [--rate-limit-rpm N] [--rate-limit-tpm N]\n"
     "           [--max-concurrent-per-key N] [--deny-list FILE] [--access-log FILE|-]\n"
+    "           [--allowed-origin ORIGIN|*]... (CORS for browser pages; default: no cross-origin access)\n"
     "           [--tls-cert PEM --tls-key PEM] [--io-threads N] [--threads N]\n"
     "           [--max-num-seqs N] [--max-num-batched-tokens N] [--prefill-chunk N] [--max-queue N]\n"
     "           [--kv-cache-mb N] [--max-model-len N] [--request-timeout-s N] [--shutdown-drain-s N]\n"
@@ -41,7 +43,7 @@ Result<ServeOptions> parse_serve_options(const std::vector<std::string>& args) {
     auto flags = CliArgs::parse(
         args,
         {"model", "host", "port", "served-model-name", "api-key", "api-key-file", "rate-limit-rpm", "rate-limit-tpm",
-         "max-concurrent-per-key", "deny-list", "access-log", "tls-cert", "tls-key", "io-threads", "threads",
+         "max-concurrent-per-key", "deny-list", "access-log", "allowed-origin", "tls-cert", "tls-key", "io-threads", "threads",
          "max-num-seqs", "max-num-batched-tokens", "prefill-chunk", "max-queue", "kv-cache-mb", "max-model-len",
          "request-timeout-s", "shutdown-drain-s", "max-body-mb", "header-timeout-s", "body-timeout-s", "device", "gpu-memory-fraction"},
         {});
@@ -70,6 +72,11 @@ Result<ServeOptions> parse_serve_options(const std::vector<std::string>& args) {
     o.api_key_files = flags->get_all("api-key-file");
     o.deny_list_file = flags->get("deny-list", "");
     o.access_log = flags->get("access-log", "");
+    o.http.cors.allowed_origins = flags->get_all("allowed-origin");
+    for (const std::string& origin : o.http.cors.allowed_origins) {
+        Status s = api::check_allowed_origin(origin);
+        if (!s.ok()) return invalid_argument("--allowed-origin: " + s.message());
+    }
 
     // A GPU takes much larger batches and prefill chunks than the CPU path.
     const bool gpu = o.device == executor::DeviceKind::kCuda ||

@@ -32,6 +32,7 @@ GenerationSink::GenerationSink(std::shared_ptr<ResponseWriter> writer, ResponseI
 
 void GenerationSink::on_event(engine::TokenEvent event) {
     if (!event.token_ids.empty()) observe_token_timing();
+    if (event.finish != engine::FinishReason::kNone) annotate_access(event);  // before the response ends
     if (stream_) {
         write_stream(event);
     } else {
@@ -62,6 +63,14 @@ void GenerationSink::write_stream(const engine::TokenEvent& event) {
     writer_->finish();
 }
 
+void GenerationSink::annotate_access(const engine::TokenEvent& event) {
+    record_.num_tokens_prompt = event.num_prompt_tokens;
+    record_.num_tokens_completion = event.num_generated_tokens;
+    if (event.num_generated_tokens > 0) record_.ttft_ms = event.ttft_ms;
+    record_.finish_reason = finish_reason_text(event.finish);
+    writer_->annotate(record_);
+}
+
 void GenerationSink::finish(const engine::TokenEvent& event) {
     const auto now = std::chrono::steady_clock::now();
     const std::string reason = finish_reason_text(event.finish);
@@ -70,21 +79,11 @@ void GenerationSink::finish(const engine::TokenEvent& event) {
                       completion_body(ids_, text_, reason, {event.num_prompt_tokens, event.num_generated_tokens}),
                       {{"X-Request-Id", ids_.id}});
     }
-    const bool client_gone = writer_->client_gone();
-    record_.status = client_gone ? 499 : 200;
-    record_.num_tokens_prompt = event.num_prompt_tokens;
-    record_.num_tokens_completion = event.num_generated_tokens;
-    if (event.num_generated_tokens > 0) record_.ttft_ms = event.ttft_ms;
-    record_.duration_ms = std::chrono::duration<double, std::milli>(now - arrival_).count();
-    record_.finish_reason = reason;
     if (context_.metrics != nullptr) {
-        context_.metrics->count_request(
-            ids_.endpoint == Endpoint::kChatCompletions ? "/v1/chat/completions" : "/v1/completions", record_.status);
         if (event.num_generated_tokens > 0) context_.metrics->observe_time_to_first_token(event.ttft_ms / 1e3);
-        context_.metrics->observe_e2e_latency(record_.duration_ms / 1e3);
+        context_.metrics->observe_e2e_latency(std::chrono::duration<double>(now - arrival_).count());
         context_.metrics->observe_request_tokens(event.num_prompt_tokens, event.num_generated_tokens);
     }
-    if (context_.access_log != nullptr) context_.access_log->write(record_);
     if (context_.quotas != nullptr && record_.key_id) {
         context_.quotas->record_tokens(*record_.key_id, event.num_prompt_tokens + event.num_generated_tokens, now);
     }

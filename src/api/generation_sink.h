@@ -1,5 +1,6 @@
 // GenerationSink: carries one request's engine events to its HTTP response: SSE chunks as tokens
-// arrive, or one JSON body at the end; then metrics, the access-log line and the quota release.
+// arrive, or one JSON body at the end; then metrics, the access-log annotation of the response (the
+// HTTP server's exchange observer writes the line) and the quota release.
 // Called on the engine thread only (TokenSink contract); never blocks (ResponseWriter queues bytes).
 #pragma once
 
@@ -8,7 +9,7 @@
 #include <optional>
 #include <string>
 
-#include "api/auth/access_log.h"
+#include "api/auth/access_record.h"
 #include "api/auth/metrics.h"
 #include "api/auth/quota_lease.h"
 #include "api/auth/quota_limiter.h"
@@ -20,7 +21,6 @@ namespace hichat::api {
 
 struct SinkContext {
     Metrics* metrics = nullptr;        // may be null
-    AccessLog* access_log = nullptr;   // may be null
     QuotaLimiter* quotas = nullptr;    // may be null
 };
 
@@ -33,6 +33,7 @@ public:
 
 private:
     void write_stream(const engine::TokenEvent& event);
+    void annotate_access(const engine::TokenEvent& event);  // the access-log fields, on the writer
     void finish(const engine::TokenEvent& event);
     void observe_token_timing();
 

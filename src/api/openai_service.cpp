@@ -28,6 +28,7 @@ void OpenAiService::attach(ServiceDeps deps) {
 void OpenAiService::add_routes(Router& router) {
     router.add("GET", "/health", [this](const HttpRequest& r, WriterPtr w) { handle_health(r, w); });
     router.add("GET", "/v1/models", [this](const HttpRequest& r, WriterPtr w) { handle_models(r, w); });
+    router.add("GET", "/v1/models/*", [this](const HttpRequest& r, WriterPtr w) { handle_model(r, w); });
     router.add("GET", "/metrics", [this](const HttpRequest& r, WriterPtr w) { handle_metrics(r, w); });
     router.add("POST", "/v1/chat/completions",
                [this](const HttpRequest& r, WriterPtr w) { handle_generation(Endpoint::kChatCompletions, r, w); });
@@ -50,13 +51,35 @@ void OpenAiService::handle_models(const HttpRequest& req, const WriterPtr& w) {
     if (!ready()) return reply_error(req, w, {.http_status = 503, .message = "the model is loading", .type = "server_error"}, {});
     std::optional<KeyId> key;
     if (!authenticate(req, w, key)) return;
+    w->send(200, "application/json", R"({"object":"list","data":[)" + model_object_json() + "]}");
+}
+
+// The OpenAI SDK's models.retrieve(id); the id is percent-decoded (ids may hold '/').
+void OpenAiService::handle_model(const HttpRequest& req, const WriterPtr& w) {
+    if (!ready()) return reply_error(req, w, {.http_status = 503, .message = "the model is loading", .type = "server_error"}, {});
+    std::optional<KeyId> key;
+    if (!authenticate(req, w, key)) return;
+    const std::string_view raw_id = std::string_view(req.path).substr(std::string_view("/v1/models/").size());
+    const std::string id = percent_decode(raw_id).value_or(std::string(raw_id));
+    if (id != config_.served_model_name) {
+        return reply_error(req, w,
+                           {.http_status = 404,
+                            .message = "model '" + id + "' does not exist; this server serves '" +
+                                       config_.served_model_name + "'",
+                            .param = "model",
+                            .code = "model_not_found"},
+                           key);
+    }
+    w->send(200, "application/json", model_object_json());
+}
+
+std::string OpenAiService::model_object_json() const {
     nlohmann::json model = {{"id", config_.served_model_name},
                             {"object", "model"},
                             {"created", unix_seconds()},
                             {"owned_by", "hichat"},
                             {"max_model_len", deps_.engine->max_context_tokens()}};
-    nlohmann::json body = {{"object", "list"}, {"data", nlohmann::json::array({model})}};
-    w->send(200, "application/json", body.dump());
+    return model.dump();
 }
 
 void OpenAiService::handle_metrics(const HttpRequest& req, const WriterPtr& w) {
@@ -71,7 +94,10 @@ bool OpenAiService::authenticate(const HttpRequest& req, const WriterPtr& w, std
     if (deps_.keys == nullptr || deps_.keys->empty()) return true;
     auto header = req.headers.get("Authorization");
     key = header ? deps_.keys->authenticate(*header) : std::nullopt;
-    if (key) return true;
+    if (key) {
+        w->annotate(AccessRecord{.key_id = key});  // for the access log
+        return true;
+    }
     reply_error(req, w,
                 {.http_status = 401,
                  .message = header ? "invalid API key" : "missing API key: send 'Authorization: Bearer <key>'",
@@ -156,7 +182,7 @@ void OpenAiService::handle_generation(Endpoint endpoint, const HttpRequest& req,
                         .method = req.method, .path = req.target, .remote = req.remote};
     r.sink = std::make_shared<GenerationSink>(
         w, ResponseIds{id, unix_seconds(), config_.served_model_name, endpoint}, g.stream, g.include_usage,
-        SinkContext{deps_.metrics, deps_.access_log, deps_.quotas}, std::move(record), std::move(lease));
+        SinkContext{deps_.metrics, deps_.quotas}, std::move(record), std::move(lease));
     const engine::RequestId request_id = r.id;
     engine::Engine* engine = deps_.engine;
     switch (engine->submit(std::move(r))) {
@@ -173,16 +199,12 @@ void OpenAiService::handle_generation(Endpoint endpoint, const HttpRequest& req,
     }
 }
 
-void OpenAiService::reply_error(const HttpRequest& req, const WriterPtr& w, const ApiError& e,
+void OpenAiService::reply_error(const HttpRequest&, const WriterPtr& w, const ApiError& e,
                                 std::optional<KeyId> key, HeaderList extra) {
     if (w->response_started()) return;
+    // The exchange observer logs and counts it; the key (if any) goes with it.
+    if (key) w->annotate(AccessRecord{.key_id = std::move(key)});
     w->send(e.http_status, "application/json", e.to_json(), std::move(extra));
-    if (deps_.metrics != nullptr) deps_.metrics->count_request(req.path, e.http_status);
-    if (deps_.access_log != nullptr) {
-        deps_.access_log->write({.ts = std::chrono::system_clock::now(), .request_id = "", .key_id = std::move(key),
-                                 .method = req.method, .path = req.target, .status = e.http_status,
-                                 .remote = req.remote});
-    }
 }
 
 std::string OpenAiService::request_id_text(Endpoint endpoint, uint64_t n) const {

@@ -8,7 +8,6 @@
 #include <string>
 #include <vector>
 
-#include "api/auth/access_log.h"
 #include "api/auth/api_key_store.h"
 #include "api/auth/deny_list.h"
 #include "api/auth/metrics.h"
@@ -27,7 +26,6 @@ struct ServiceDeps {
     const ApiKeyStore* keys = nullptr;     // empty store: no authentication
     QuotaLimiter* quotas = nullptr;        // null: no per-key limits
     Metrics* metrics = nullptr;            // null: no /metrics
-    AccessLog* access_log = nullptr;       // null: no access log
     const DenyList* input_filter = nullptr;  // null or empty: no input filter
     std::vector<int32_t> eos_token_ids;    // end generation unless ignore_eos
 };
@@ -52,6 +50,7 @@ private:
 
     void handle_health(const HttpRequest& req, const WriterPtr& w);
     void handle_models(const HttpRequest& req, const WriterPtr& w);
+    void handle_model(const HttpRequest& req, const WriterPtr& w);  // GET /v1/models/{id}
     void handle_metrics(const HttpRequest& req, const WriterPtr& w);
     void handle_generation(Endpoint endpoint, const HttpRequest& req, const WriterPtr& w);
 
@@ -62,6 +61,7 @@ private:
     void reply_error(const HttpRequest& req, const WriterPtr& w, const ApiError& e, std::optional<KeyId> key,
                      HeaderList extra = {});
     std::string request_id_text(Endpoint endpoint, uint64_t n) const;
+    std::string model_object_json() const;
 
     bool ready() const { return ready_.load(std::memory_order_acquire); }
 

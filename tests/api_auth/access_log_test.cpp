@@ -44,6 +44,7 @@ AccessRecord sample_record() {
     r.duration_ms = 1534.5;
     r.finish_reason = "stop";
     r.remote = "10.0.0.7:51234";
+    r.num_bytes_sent = 1024;
     return r;
 }
 
@@ -66,10 +67,10 @@ TEST(AccessRecordTest, LineIsOneJsonObjectWithEveryField) {
     Json j = Json::parse(line);
     ASSERT_TRUE(j.is_object());
     for (const char* field : {"ts", "request_id", "key_id", "method", "path", "status", "prompt_tokens",
-                              "completion_tokens", "ttft_ms", "duration_ms", "finish_reason", "remote"}) {
+                              "completion_tokens", "ttft_ms", "duration_ms", "finish_reason", "remote", "bytes_sent"}) {
         EXPECT_TRUE(j.contains(field)) << field;
     }
-    EXPECT_EQ(j.size(), 12u);
+    EXPECT_EQ(j.size(), 13u);
     EXPECT_EQ(j["ts"], reference_iso8601(r.ts));
     EXPECT_EQ(j["request_id"], "req-42");
     EXPECT_EQ(j["key_id"], "key-0123abcd");
@@ -82,6 +83,7 @@ TEST(AccessRecordTest, LineIsOneJsonObjectWithEveryField) {
     EXPECT_DOUBLE_EQ(j["duration_ms"].get<double>(), 1534.5);
     EXPECT_EQ(j["finish_reason"], "stop");
     EXPECT_EQ(j["remote"], "10.0.0.7:51234");
+    EXPECT_EQ(j["bytes_sent"], 1024);
 }
 
 TEST(AccessRecordTest, MissingValuesAreNull) {

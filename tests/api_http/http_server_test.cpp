@@ -103,7 +103,7 @@ TEST_F(HttpServerTest, NotFoundAndMethodNotAllowedAreJsonErrors) {
     auto not_allowed = client->read_response();
     ASSERT_TRUE(not_allowed.has_value());
     EXPECT_EQ(not_allowed->status, 405);
-    EXPECT_EQ(not_allowed->headers.get("Allow"), "GET");
+    EXPECT_EQ(not_allowed->headers.get("Allow"), "GET, OPTIONS");
     EXPECT_EQ(error_of(*not_allowed)["code"], "method_not_allowed");
 }
 

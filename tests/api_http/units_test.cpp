@@ -258,7 +258,7 @@ TEST(RouterTest, NotFoundMethodNotAllowedAndExceptions) {
     EXPECT_EQ(not_allowed.status, 405);
     ASSERT_EQ(not_allowed.headers.size(), 1u);
     EXPECT_EQ(not_allowed.headers[0].first, "Allow");
-    EXPECT_EQ(not_allowed.headers[0].second, "POST");
+    EXPECT_EQ(not_allowed.headers[0].second, "POST, OPTIONS");
     EXPECT_EQ(nlohmann::json::parse(not_allowed.data)["error"]["code"], "method_not_allowed");
 
     ResponsePart crashed = route(router, "GET", "/throws");
@@ -266,6 +266,48 @@ TEST(RouterTest, NotFoundMethodNotAllowedAndExceptions) {
     auto json = nlohmann::json::parse(crashed.data);
     EXPECT_EQ(json["error"]["type"], "server_error");
     EXPECT_NE(json["error"]["message"].get<std::string>().find("boom"), std::string::npos);
+}
+
+TEST(RouterTest, DispatchNamesTheMatchedPattern) {
+    Router router = make_test_router();
+    auto pattern = [&router](const std::string& method, const std::string& path) {
+        auto writer = std::make_shared<ResponseWriter>(std::make_shared<CapturingSink>());
+        return std::string(router.dispatch(make_request(method, path), writer));
+    };
+    EXPECT_EQ(pattern("GET", "/v1/models"), "/v1/models");
+    EXPECT_EQ(pattern("GET", "/v1/models/a/b"), "/v1/models/*");
+    EXPECT_EQ(pattern("HEAD", "/v1/models/x"), "/v1/models/*");
+    EXPECT_EQ(pattern("DELETE", "/v1/chat/completions"), "/v1/chat/completions");  // 405
+    EXPECT_EQ(pattern("GET", "/nope"), "");                                         // 404
+}
+
+TEST(RouterTest, OptionsWithoutARouteOfItsOwnGets204WithAllow) {
+    ResponsePart options = route(make_test_router(), "OPTIONS", "/v1/chat/completions");
+    EXPECT_EQ(options.status, 204);
+    EXPECT_TRUE(options.data.empty());
+    ASSERT_EQ(options.headers.size(), 1u);
+    EXPECT_EQ(options.headers[0].second, "POST, OPTIONS");
+}
+
+TEST(HttpRequestTest, RequestLinePeekAndPercentDecoding) {
+    EXPECT_EQ(peek_request_line("GET /a?b HTTP/1.1\r\nHost: x\r\n"), std::make_pair(std::string("GET"), std::string("/a?b")));
+    EXPECT_EQ(peek_request_line("POST /x"), std::make_pair(std::string("POST"), std::string("/x")));
+    EXPECT_EQ(peek_request_line("GE"), std::make_pair(std::string("GE"), std::string()));
+    EXPECT_EQ(peek_request_line(""), std::make_pair(std::string(), std::string()));
+    EXPECT_EQ(percent_decode("meta-llama%2FLlama-3%20x"), "meta-llama/Llama-3 x");
+    EXPECT_EQ(percent_decode("plain"), "plain");
+    EXPECT_EQ(percent_decode("%e2%82%ac"), "\xe2\x82\xac");
+    EXPECT_FALSE(percent_decode("bad%2").has_value());
+    EXPECT_FALSE(percent_decode("bad%zz").has_value());
+    EXPECT_FALSE(percent_decode("%").has_value());
+}
+
+TEST(WireFormatTest, NoContentLengthOn204) {
+    HeaderList none;
+    std::string head = format_response_head({.status = 204, .extra = &none, .content_length = 0});
+    EXPECT_EQ(head.find("Content-Length"), std::string::npos) << head;
+    head = format_response_head({.status = 200, .extra = &none, .content_length = 0});
+    EXPECT_NE(head.find("Content-Length: 0"), std::string::npos) << head;
 }
 
 TEST(HttpRequestTest, HeaderLookupIgnoresCaseAndTargetSplits) {

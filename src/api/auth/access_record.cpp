@@ -45,6 +45,7 @@ std::string to_json_line(const AccessRecord& r) {
     j["duration_ms"] = round_ms(r.duration_ms);
     j["finish_reason"] = string_or_null(r.finish_reason);
     j["remote"] = r.remote;
+    j["bytes_sent"] = r.num_bytes_sent;
     // replace: a client-chosen path with invalid UTF-8 must not make dump() throw.
     return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }

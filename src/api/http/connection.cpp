@@ -12,6 +12,11 @@
 // write re-arms for that one (a streamed response makes one write per token; re-arming the timer
 // for each cost more than the write).
 //
+// Each request is an Exchange from its first byte to its end (reported to the server's observer):
+// the connection leaves it once the final response part is queued (before that part is written) or
+// when the connection closes first; a connection that closes before any byte of a request came
+// reports nothing. Error replies made here (400, 408, 413, 431) are exchanges without a handler.
+//
 // Response parts from other threads land in a mailbox (inbox_) that is drained by one posted
 // handler: parts that arrive while that handler is pending ride along, and consecutive chunks go
 // out as one HTTP chunk in one write (OutboundBytes). Plain TCP writes are tried at once, without
@@ -36,6 +41,8 @@
 #include <boost/beast/http/string_body.hpp>
 
 #include "api/http/connection_registry.h"
+#include "api/http/cors.h"
+#include "api/http/exchange.h"
 #include "api/http/http_error.h"
 #include "api/http/http_server_config.h"
 #include "api/http/outbound_bytes.h"
@@ -129,6 +136,12 @@ private:
     void maybe_response_done();
     void on_response_done();
 
+    // The exchange of the request being read or answered.
+    void begin_exchange();
+    void note_request_head();
+    void note_request_line();
+    void finish_exchange(bool complete);
+
     // Timer and closing.
     void arm_timer(int timeout_ms);
     void arm_timer_at(std::chrono::steady_clock::time_point expiry);
@@ -161,6 +174,10 @@ private:
     size_t num_bytes_lingered_ = 0;
 
     // The request being answered.
+    std::shared_ptr<Exchange> exchange_;             // null between requests and once reported
+    uint64_t exchange_first_byte_ = 0;               // outbound_.num_bytes_queued() at its start
+    bool exchange_has_head_ = false;                 // method and target known
+    std::string cors_origin_;                        // the request's Origin if CORS allows it
     std::weak_ptr<ResponseWriter> writer_;
     int request_version_ = 11;
     bool request_keep_alive_ = true;
@@ -225,6 +242,7 @@ void Connection::on_handshake(error_code ec) {
 
 void Connection::read_header() {
     phase_ = Phase::kHeader;
+    begin_exchange();
     arm_timer(config_.header_timeout_ms);
     parser_.emplace();
     parser_->header_limit(static_cast<uint32_t>(config_.max_header_bytes));
@@ -236,6 +254,7 @@ void Connection::read_header() {
 void Connection::on_header(error_code ec) {
     if (phase_ == Phase::kClosed) return;
     if (ec) return on_read_error(ec);
+    note_request_head();
     if (parser_->is_done()) return dispatch();
     read_body();
 }
@@ -309,11 +328,55 @@ void Connection::dispatch() {
     phase_ = Phase::kHandling;
     disarm_timer();
     HttpRequest request = take_request();
-    auto writer = std::make_shared<ResponseWriter>(weak_from_this());
+    std::shared_ptr<Exchange> exchange = exchange_;
+    auto writer = std::make_shared<ResponseWriter>(weak_from_this(), exchange);
     writer_ = writer;
     // Pipelined bytes already buffered: they wait; otherwise watch the socket for a disconnect.
     if (buffer_.size() == 0) read_in_background();
-    context_.router->dispatch(request, writer);
+    if (is_preflight(request)) return answer_preflight(request, !cors_origin_.empty(), *writer);
+    std::string_view route = context_.router->dispatch(request, writer);
+    exchange->set_route(std::string(route));
+}
+
+void Connection::begin_exchange() {
+    exchange_ = std::make_shared<Exchange>(context_.observer, remote_);
+    exchange_first_byte_ = outbound_.num_bytes_queued();
+    exchange_has_head_ = false;
+    cors_origin_.clear();
+}
+
+// The request line and headers are parsed (also when the body is then refused).
+void Connection::note_request_head() {
+    if (!parser_ || !exchange_ || exchange_has_head_) return;
+    const auto& message = parser_->get();
+    exchange_has_head_ = true;
+    exchange_->set_request(std::string(message.method_string()), std::string(message.target()));
+    auto origin = message[http::field::origin];
+    if (origin_allowed(config_.cors, std::string_view(origin.data(), origin.size()))) {
+        cors_origin_.assign(origin.data(), origin.size());
+    }
+}
+
+// Refused or cut off before the headers were parsed: the request line as far as it is known (the
+// parser has it once the line was complete, else it is still in the buffer).
+void Connection::note_request_line() {
+    if (!exchange_ || exchange_has_head_) return;
+    exchange_has_head_ = true;
+    if (parser_ && !parser_->get().target().empty()) {
+        const auto& message = parser_->get();
+        return exchange_->set_request(std::string(message.method_string()), std::string(message.target()));
+    }
+    auto bytes = buffer_.data();
+    auto [method, target] = peek_request_line(std::string_view(static_cast<const char*>(bytes.data()), bytes.size()));
+    exchange_->set_request(std::move(method), std::move(target));
+}
+
+// `complete`: the final response part is queued; else the connection closed first.
+void Connection::finish_exchange(bool complete) {
+    if (!exchange_) return;
+    note_request_line();
+    exchange_->leave_connection(complete, outbound_.num_bytes_queued() - exchange_first_byte_);
+    exchange_.reset();
 }
 
 void Connection::read_in_background() {
@@ -357,6 +420,7 @@ void Connection::on_part(ResponsePart& part) {
             response_complete_ = true;
             queue_head(part.status, part.content_type, part.headers, part.data.size(), /*chunked=*/false);
             if (!request_is_head_) queue(std::move(part.data));
+            finish_exchange(/*complete=*/true);
             break;
         case Kind::kStreamHead:
             // HTTP/1.0 has no chunked encoding: the body then ends when the connection closes.
@@ -371,6 +435,7 @@ void Connection::on_part(ResponsePart& part) {
         case Kind::kStreamEnd:
             response_complete_ = true;
             if (response_chunked_ && !request_is_head_) queue(std::string(kLastChunk));
+            finish_exchange(/*complete=*/true);
             break;
         case Kind::kAbandoned: {
             if (response_started_) return close_now();  // cut short: the client sees a truncated body
@@ -378,6 +443,7 @@ void Connection::on_part(ResponsePart& part) {
             std::string body = error_json("the handler ended without a response", kServerError, "internal_error");
             queue_head(500, "application/json", {}, body.size(), false);
             if (!request_is_head_) queue(std::move(body));
+            finish_exchange(/*complete=*/true);
             break;
         }
     }
@@ -388,7 +454,14 @@ void Connection::queue_head(int status, std::string_view content_type, const Hea
                             std::optional<size_t> content_length, bool chunked) {
     response_started_ = true;
     close_after_response_ = close_after_response_ || !request_keep_alive_ || shutting_down_;
+    if (exchange_) exchange_->set_status(status);
     ResponseHead head{status, content_type, &extra, content_length, chunked, !close_after_response_};
+    HeaderList with_cors;
+    if (config_.cors.enabled()) {
+        with_cors = extra;
+        append_cors_headers(config_.cors, cors_origin_, extra, with_cors);
+        head.extra = &with_cors;
+    }
     queue(format_response_head(head));
 }
 
@@ -434,6 +507,8 @@ void Connection::on_write(error_code ec, size_t num_bytes) {
 
 void Connection::reply_error(int status, const std::string& message, std::string_view code) {
     // The rest of the request may still be on its way: answer, then close (never parse on).
+    if (parser_ && parser_->is_header_done()) note_request_head();
+    note_request_line();
     phase_ = Phase::kErrorReply;
     parser_.reset();
     request_is_head_ = false;
@@ -442,6 +517,7 @@ void Connection::reply_error(int status, const std::string& message, std::string
     std::string body = error_json(message, status >= 500 ? kServerError : kInvalidRequestError, code);
     queue_head(status, "application/json", {}, body.size(), false);
     queue(std::move(body));
+    finish_exchange(/*complete=*/true);
     flush();
 }
 
@@ -525,6 +601,9 @@ void Connection::linger_then_close() {
 
 void Connection::close_now() {
     if (phase_ == Phase::kClosed) return;
+    const bool no_request = (phase_ == Phase::kHeader || phase_ == Phase::kHandshake) && buffer_.size() == 0;
+    if (no_request) exchange_.reset();  // nothing came: no request to report
+    finish_exchange(/*complete=*/false);
     phase_ = Phase::kClosed;
     disarm_timer();
     error_code ignored;

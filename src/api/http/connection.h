@@ -6,7 +6,11 @@
 // ConnectionContext::registry until it closes.
 #pragma once
 
+#include <memory>
+
 #include <boost/asio/ip/tcp.hpp>
+
+#include "api/http/exchange_record.h"
 
 namespace boost::asio::ssl {
 class context;
@@ -24,6 +28,7 @@ struct ConnectionContext {
     const Router* router = nullptr;
     boost::asio::ssl::context* tls = nullptr;  // null: plain HTTP
     ConnectionRegistry* registry = nullptr;
+    std::shared_ptr<const ExchangeObserver> observer;  // null: exchanges are not reported
 };
 
 // `socket` must use a strand executor of its own (the accept loop passes make_strand(io_context)).

@@ -28,4 +28,35 @@ std::pair<std::string, std::string> split_target(std::string_view target) {
     return {std::string(target.substr(0, q)), std::string(target.substr(q + 1))};
 }
 
+std::pair<std::string, std::string> peek_request_line(std::string_view bytes) {
+    bytes = bytes.substr(0, bytes.find_first_of("\r\n"));
+    size_t method_end = bytes.find(' ');
+    if (method_end == std::string_view::npos) return {std::string(bytes), std::string()};
+    std::string_view rest = bytes.substr(method_end + 1);
+    return {std::string(bytes.substr(0, method_end)), std::string(rest.substr(0, rest.find(' ')))};
+}
+
+std::optional<std::string> percent_decode(std::string_view s) {
+    auto hex = [](char c) -> int {
+        if (c >= '0' && c <= '9') return c - '0';
+        if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+        if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+        return -1;
+    };
+    std::string out;
+    out.reserve(s.size());
+    for (size_t i = 0; i < s.size(); ++i) {
+        if (s[i] != '%') {
+            out += s[i];
+            continue;
+        }
+        if (i + 2 >= s.size()) return std::nullopt;
+        int hi = hex(s[i + 1]), lo = hex(s[i + 2]);
+        if (hi < 0 || lo < 0) return std::nullopt;
+        out += static_cast<char>(hi * 16 + lo);
+        i += 2;
+    }
+    return out;
+}
+
 }  // namespace hichat::api

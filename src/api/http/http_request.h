@@ -46,4 +46,11 @@ struct HttpRequest {
 // Splits a request target into path and query at the first '?'.
 std::pair<std::string, std::string> split_target(std::string_view target);
 
+// Method and target of the request line at the start of `bytes` ("GET /x HTTP/1.1\r\n..."), for
+// reporting a request refused before its headers were parsed; empty strings for what is missing.
+std::pair<std::string, std::string> peek_request_line(std::string_view bytes);
+
+// Decodes %XX escapes (RFC 3986); nullopt for a malformed escape.
+std::optional<std::string> percent_decode(std::string_view s);
+
 }  // namespace hichat::api

@@ -144,7 +144,10 @@ Result<std::unique_ptr<HttpServer>> HttpServer::start(const HttpServerConfig& co
         if (!tls.ok()) return tls.status();
         impl->tls = std::move(tls).value();
     }
-    impl->connection_context = ConnectionContext{&impl->config, &impl->router, impl->tls.get(), &impl->registry};
+    std::shared_ptr<const ExchangeObserver> observer;
+    if (config.on_exchange) observer = std::make_shared<const ExchangeObserver>(config.on_exchange);
+    impl->connection_context =
+        ConnectionContext{&impl->config, &impl->router, impl->tls.get(), &impl->registry, std::move(observer)};
     HICHAT_RETURN_IF_ERROR(impl->listen());
     Impl* raw = impl.get();
     asio::post(raw->accept_strand, [raw] { raw->accept_next(); });

@@ -1,5 +1,7 @@
 #include "api/http/http_server_config.h"
 
+#include "api/http/cors.h"
+
 #include <string>
 
 namespace hichat::api {
@@ -39,6 +41,10 @@ Status HttpServerConfig::validate() const {
     if (shutdown_drain_ms < 0) {
         return invalid_argument("HttpServerConfig.shutdown_drain_ms must be >= 0, got " +
                                 std::to_string(shutdown_drain_ms));
+    }
+    for (const std::string& origin : cors.allowed_origins) {
+        Status s = check_allowed_origin(origin);
+        if (!s.ok()) return invalid_argument("HttpServerConfig.cors.allowed_origins: " + s.message());
     }
     return ok_status();
 }

@@ -4,10 +4,19 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
+#include "api/http/exchange_record.h"
 #include "base/status.h"
 
 namespace hichat::api {
+
+// Which browser origins may call the server (CORS). Empty: none; responses carry no CORS headers
+// and a preflight gets 403.
+struct CorsConfig {
+    std::vector<std::string> allowed_origins;  // "*" (any origin) or "scheme://host[:port]"
+    bool enabled() const { return !allowed_origins.empty(); }
+};
 
 struct HttpServerConfig {
     std::string host = "127.0.0.1";          // address to bind (IPv4 or IPv6 literal)
@@ -26,6 +35,8 @@ struct HttpServerConfig {
                                              // complete this long: the client counts as gone
     int shutdown_drain_ms = 30000;           // begin_shutdown(): in-flight responses get this long
     int listen_backlog = 1024;               // pending connections queued by the kernel
+    CorsConfig cors;
+    ExchangeObserver on_exchange;            // every finished request (see exchange_record.h); may be empty
 
     bool tls_enabled() const { return !tls_cert_file.empty() || !tls_key_file.empty(); }
 

@@ -17,17 +17,22 @@ void OutboundBytes::add_stream_data(std::string data) {
 
 void OutboundBytes::queue(std::string bytes) {
     frame_stream_data();  // bytes stay in order
-    if (!bytes.empty()) queued_.push_back(std::move(bytes));
+    if (!bytes.empty()) push(std::move(bytes));
+}
+
+void OutboundBytes::push(std::string bytes) {
+    num_bytes_queued_ += bytes.size();
+    queued_.push_back(std::move(bytes));
 }
 
 void OutboundBytes::frame_stream_data() {
     if (stream_data_.empty()) return;
     if (chunked_) {  // size line, data, CRLF: three buffers of one write, the data not copied again
-        queued_.push_back(chunk_size_line(stream_data_.size()));
-        queued_.push_back(std::move(stream_data_));
-        queued_.push_back("\r\n");
+        push(chunk_size_line(stream_data_.size()));
+        push(std::move(stream_data_));
+        push("\r\n");
     } else {
-        queued_.push_back(std::move(stream_data_));
+        push(std::move(stream_data_));
     }
     stream_data_.clear();
 }

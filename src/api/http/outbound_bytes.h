@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <string>
 #include <vector>
@@ -23,6 +24,8 @@ public:
     // Bytes sent exactly as given, after everything added before. Empty bytes are ignored.
     void queue(std::string bytes);
     bool has_queued() const { return !queued_.empty() || !stream_data_.empty(); }
+    // Bytes queued so far (framing included; streamed data once framed), over the connection's life.
+    uint64_t num_bytes_queued() const { return num_bytes_queued_; }
 
     // Moves everything queued into the batch and returns views of it. Requires !batch_in_progress().
     const std::vector<boost::asio::const_buffer>& start_batch();
@@ -35,8 +38,10 @@ public:
 
 private:
     void frame_stream_data();
+    void push(std::string bytes);
 
     bool chunked_ = false;
+    uint64_t num_bytes_queued_ = 0;
     std::deque<std::string> queued_;                    // wire bytes waiting for the next batch
     std::string stream_data_;                           // not yet framed
     std::vector<std::string> writing_;                  // the batch being written

@@ -33,11 +33,29 @@ void check_head(int status, std::string_view content_type, const HeaderList& ext
 
 }  // namespace
 
-ResponseWriter::ResponseWriter(std::weak_ptr<ResponseSink> sink) : sink_(std::move(sink)) {}
+ResponseWriter::ResponseWriter(std::weak_ptr<ResponseSink> sink, std::shared_ptr<Exchange> exchange)
+    : sink_(std::move(sink)), exchange_(std::move(exchange)) {
+    if (exchange_) exchange_->join();
+}
 
 ResponseWriter::~ResponseWriter() {
     std::lock_guard<std::mutex> lock(mu_);
-    if (state_ != State::kDone) deliver_locked(make_part(ResponsePart::Kind::kAbandoned));
+    if (state_ == State::kDone) return;
+    leave_exchange_locked();
+    deliver_locked(make_part(ResponsePart::Kind::kAbandoned));
+}
+
+// Before the final part is delivered: the connection, which queues that part, then leaves last and
+// the observer runs before the last bytes go out.
+void ResponseWriter::leave_exchange_locked() {
+    if (!exchange_) return;
+    exchange_->leave_handler();
+    exchange_.reset();
+}
+
+void ResponseWriter::annotate(std::any annotation) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (exchange_) exchange_->annotate(std::move(annotation));
 }
 
 void ResponseWriter::deliver_locked(ResponsePart part) {
@@ -47,10 +65,13 @@ void ResponseWriter::deliver_locked(ResponsePart part) {
 
 void ResponseWriter::send(int status, std::string content_type, std::string body, HeaderList extra) {
     check_head(status, content_type, extra);
+    CHECK(body.empty() || (status != 204 && status != 304)) << "ResponseWriter::send: a " << status
+                                                            << " response has no body";
     std::lock_guard<std::mutex> lock(mu_);
     CHECK(state_ == State::kNew) << "ResponseWriter::send: a response was already started";
     state_ = State::kDone;
     on_gone_ = nullptr;
+    leave_exchange_locked();
     if (client_gone()) return;
     deliver_locked(ResponsePart{ResponsePart::Kind::kFull, status, std::move(content_type), std::move(body),
                                 std::move(extra)});
@@ -82,6 +103,7 @@ void ResponseWriter::finish() {
     CHECK(state_ == State::kStreaming) << "ResponseWriter::finish without start_stream()";
     state_ = State::kDone;
     on_gone_ = nullptr;
+    leave_exchange_locked();
     if (client_gone()) return;
     deliver_locked(make_part(ResponsePart::Kind::kStreamEnd));
 }

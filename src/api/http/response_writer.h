@@ -12,12 +12,14 @@
 // Calling them out of that order is a programming error (CHECK).
 #pragma once
 
+#include <any>
 #include <atomic>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 
+#include "api/http/exchange.h"
 #include "api/http/http_request.h"
 #include "api/http/response_sink.h"
 
@@ -25,13 +27,16 @@ namespace hichat::api {
 
 class ResponseWriter {
 public:
-    explicit ResponseWriter(std::weak_ptr<ResponseSink> sink);
+    // `exchange` (may be null): the exchange this writer answers; the writer is one of its parties
+    // until the response is complete or the writer is dropped.
+    explicit ResponseWriter(std::weak_ptr<ResponseSink> sink, std::shared_ptr<Exchange> exchange = nullptr);
     ~ResponseWriter();
     ResponseWriter(const ResponseWriter&) = delete;
     ResponseWriter& operator=(const ResponseWriter&) = delete;
 
     // One complete response with Content-Length. `extra` must not set Content-Length,
-    // Transfer-Encoding or Connection (the server does), nor contain CR/LF.
+    // Transfer-Encoding or Connection (the server does), nor contain CR/LF. A 204 or 304 has an
+    // empty body (and no Content-Length).
     void send(int status, std::string content_type, std::string body, HeaderList extra = {});
 
     // Starts a streamed response (chunked transfer encoding on HTTP/1.1, close-delimited on 1.0).
@@ -41,6 +46,10 @@ public:
     bool write(std::string chunk);
     // Ends the streamed response; the connection may then serve the next request.
     void finish();
+
+    // Attaches what the exchange observer should know about this request (an access-log record,
+    // say); replaces an earlier annotation. Takes effect only before the response is complete.
+    void annotate(std::any annotation);
 
     bool response_started() const;  // send() or start_stream() was called
     bool client_gone() const { return client_gone_.load(std::memory_order_acquire); }
@@ -61,9 +70,11 @@ private:
     enum class State { kNew, kStreaming, kDone };
 
     void deliver_locked(ResponsePart part);  // requires mu_
+    void leave_exchange_locked();            // requires mu_
 
     mutable std::mutex mu_;
     std::weak_ptr<ResponseSink> sink_;      // empty once detached
+    std::shared_ptr<Exchange> exchange_;    // null once the response is complete
     State state_ = State::kNew;
     std::function<void()> on_gone_;
     std::atomic<bool> client_gone_{false};

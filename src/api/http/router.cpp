@@ -32,6 +32,7 @@ void run_handler(const Handler& handler, const HttpRequest& request, const std::
 void Router::add(std::string method, std::string path, Handler handler) {
     CHECK(!method.empty() && !path.empty() && path[0] == '/') << "Router::add: bad route " << method << " " << path;
     CHECK(handler) << "Router::add: empty handler for " << path;
+    std::string pattern = path;
     bool is_prefix = path.size() >= 2 && path.compare(path.size() - 2, 2, "/*") == 0;
     if (is_prefix) path.pop_back();  // keep the '/' so "/v1/models/*" does not match "/v1/modelsX"
     for (Route& route : routes_) {
@@ -40,7 +41,7 @@ void Router::add(std::string method, std::string path, Handler handler) {
             return;
         }
     }
-    routes_.push_back(Route{std::move(method), std::move(path), is_prefix, std::move(handler)});
+    routes_.push_back(Route{std::move(method), std::move(pattern), std::move(path), is_prefix, std::move(handler)});
 }
 
 std::vector<const Router::Route*> Router::routes_for_path(const std::string& path) const {
@@ -59,26 +60,38 @@ std::vector<const Router::Route*> Router::routes_for_path(const std::string& pat
     return out;
 }
 
-void Router::dispatch(const HttpRequest& request, const std::shared_ptr<ResponseWriter>& writer) const {
+std::string_view Router::dispatch(const HttpRequest& request, const std::shared_ptr<ResponseWriter>& writer) const {
     std::vector<const Route*> candidates = routes_for_path(request.path);
     if (candidates.empty()) {
         send_error(*writer, 404, "no route for " + request.method + " " + request.path, "unknown_url");
-        return;
+        return {};
     }
+    const std::string_view pattern = candidates.front()->pattern;
     const Route* get_route = nullptr;
     for (const Route* route : candidates) {
-        if (route->method == request.method) return run_handler(route->handler, request, writer);
+        if (route->method == request.method) {
+            run_handler(route->handler, request, writer);
+            return pattern;
+        }
         if (route->method == "GET") get_route = route;
     }
-    if (request.method == "HEAD" && get_route != nullptr) return run_handler(get_route->handler, request, writer);
-
+    if (request.method == "HEAD" && get_route != nullptr) {
+        run_handler(get_route->handler, request, writer);
+        return pattern;
+    }
     std::string allow;
-    for (const Route* route : candidates) allow += (allow.empty() ? "" : ", ") + route->method;
+    for (const Route* route : candidates) allow += route->method + ", ";
+    allow += "OPTIONS";
+    if (request.method == "OPTIONS") {
+        writer->send(204, "", "", {{"Allow", allow}});
+        return pattern;
+    }
     writer->send(405, "application/json",
                  error_json("method " + request.method + " not allowed for " + request.path + " (allowed: " +
                                 allow + ")",
                             kInvalidRequestError, "method_not_allowed"),
                  {{"Allow", allow}});
+    return pattern;
 }
 
 }  // namespace hichat::api

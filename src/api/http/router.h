@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "api/http/http_request.h"
@@ -26,13 +27,16 @@ public:
     // replaces the handler.
     void add(std::string method, std::string path, Handler handler);
 
-    // Runs the handler for request.method + request.path, or sends a JSON error:
-    // 404 (no route for the path), 405 (path known, method not; with an Allow header).
-    void dispatch(const HttpRequest& request, const std::shared_ptr<ResponseWriter>& writer) const;
+    // Runs the handler for request.method + request.path, or answers itself: 404 (no route for the
+    // path), 405 (path known, method not; with an Allow header), OPTIONS without a route of its own:
+    // 204 with Allow. Returns the pattern of the matched path as given to add() ("/v1/models/*"),
+    // "" for a 404; the view lives as long as the router.
+    std::string_view dispatch(const HttpRequest& request, const std::shared_ptr<ResponseWriter>& writer) const;
 
 private:
     struct Route {
         std::string method;
+        std::string pattern;  // as given to add()
         std::string path;  // without the trailing "*" for prefix routes
         bool is_prefix = false;
         Handler handler;

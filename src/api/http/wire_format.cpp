@@ -50,7 +50,10 @@ std::string format_response_head(const ResponseHead& head) {
         out.append(name).append(": ").append(value).append("\r\n");
     };
     if (!head.content_type.empty()) add("Content-Type", head.content_type);
-    if (head.content_length) add("Content-Length", std::to_string(*head.content_length));
+    // RFC 9110 8.6: no Content-Length on 204 and 304 (they never have a body).
+    if (head.content_length && head.status != 204 && head.status != 304) {
+        add("Content-Length", std::to_string(*head.content_length));
+    }
     if (head.chunked) add("Transfer-Encoding", "chunked");
     add("Connection", head.keep_alive ? "keep-alive" : "close");
     if (head.extra) {

@@ -15,7 +15,7 @@ struct ResponseHead {
     int status = 200;
     std::string_view content_type;              // empty: no Content-Type header
     const HeaderList* extra = nullptr;          // handler headers, may be null
-    std::optional<size_t> content_length;       // set: Content-Length header
+    std::optional<size_t> content_length;       // set: Content-Length header (never on 204 / 304)
     bool chunked = false;                       // Transfer-Encoding: chunked
     bool keep_alive = true;                     // false: Connection: close
 };
