@@ -188,15 +188,18 @@ Status run(const std::vector<std::string>& args) {
     const int max_batch = *std::max_element(opts->batches.begin(), opts->batches.end());
     const int max_tokens = std::max(max_batch, std::min(max_batch * opts->input_len,
                                                         std::max(kMaxPrefillTokens, opts->input_len)));
-    auto made = executor::make_runner(**checkpoint, {.device = opts->device,
-                                                     .num_threads = opts->num_threads,
-                                                     .max_num_seqs = max_batch,
-                                                     .max_num_tokens_per_step = max_tokens,
-                                                     .max_context_tokens = context});
+    const executor::RunnerOptions options{.device = opts->device,
+                                          .num_threads = opts->num_threads,
+                                          .max_num_seqs = max_batch,
+                                          .max_num_tokens_per_step = max_tokens,
+                                          .max_context_tokens = context};
+    auto choice = executor::choose_device(cfg, options, executor::cuda_presence());
+    HICHAT_RETURN_IF_ERROR(choice.status());
+    if (!choice->note.empty()) std::fprintf(stderr, "hichat bench engine: %s\n", choice->note.c_str());
+    auto made = executor::make_runner(**checkpoint, options);
     HICHAT_RETURN_IF_ERROR(made.status());
     executor::ModelRunner& runner = **made;
-    const bool on_cuda = opts->device == executor::DeviceKind::kCuda ||
-                         (opts->device == executor::DeviceKind::kAuto && executor::cuda_available());
+    const bool on_cuda = choice->device == executor::DeviceKind::kCuda;
     std::printf("%-8s %-8s %-8s %-14s %-14s %-14s\n", "batch", "prompt", "output", "prefill tok/s", "ms/step",
                 "output tok/s");
     for (int b : opts->batches) {

@@ -96,6 +96,9 @@ Status run(const std::vector<std::string>& args) {
                                           .max_num_tokens_per_step = static_cast<int>(prompt.size()),
                                           .max_context_tokens = static_cast<int>(total)};
     const auto table = executor::identity_block_table(static_cast<int>(total), options.kv_block_size_tokens);
+    auto choice = executor::choose_device(cfg, options, executor::cuda_presence());
+    HICHAT_RETURN_IF_ERROR(choice.status());
+    if (!choice->note.empty()) std::fprintf(stderr, "hichat generate: %s\n", choice->note.c_str());
     auto made = executor::make_runner(**checkpoint, options);
     HICHAT_RETURN_IF_ERROR(made.status());
     executor::ModelRunner& runner = **made;

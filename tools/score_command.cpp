@@ -68,6 +68,9 @@ Status run(const std::vector<std::string>& args) {
                                           .max_num_tokens_per_step = num_ids,
                                           .max_context_tokens = num_ids};
     const auto table = executor::identity_block_table(num_ids, options.kv_block_size_tokens);
+    auto choice = executor::choose_device(cfg, options, executor::cuda_presence());
+    HICHAT_RETURN_IF_ERROR(choice.status());
+    if (!choice->note.empty()) std::fprintf(stderr, "hichat score: %s\n", choice->note.c_str());
     auto runner = executor::make_runner(**checkpoint, options);
     HICHAT_RETURN_IF_ERROR(runner.status());
     executor::ForwardBatch batch;

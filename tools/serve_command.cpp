@@ -73,14 +73,17 @@ Status load_model(const ServeOptions& o, const Frontend& f, LoadedModel& m) {
     m.prompts = std::make_unique<api::PromptBuilder>(*m.tokenizer, m.chat.chat_template ? &*m.chat.chat_template : nullptr,
                                                      m.chat.bos_token, m.chat.eos_token);
     m.eos_ids = stop_token_ids(o.model_dir, m.checkpoint->config(), *m.tokenizer);
-    auto runner = executor::make_runner(*m.checkpoint,
-                                        {.device = o.device,
-                                         .num_threads = o.num_threads,
-                                         .cpu_kv_cache_bytes = o.kv_cache_bytes,
-                                         .gpu_memory_fraction = o.gpu_memory_fraction,
-                                         .max_num_seqs = o.engine.scheduler.max_num_seqs,
-                                         .max_num_tokens_per_step = o.engine.scheduler.max_num_tokens_per_step,
-                                         .max_context_tokens = o.max_model_len});
+    const executor::RunnerOptions options{.device = o.device,
+                                          .num_threads = o.num_threads,
+                                          .cpu_kv_cache_bytes = o.kv_cache_bytes,
+                                          .gpu_memory_fraction = o.gpu_memory_fraction,
+                                          .max_num_seqs = o.engine.scheduler.max_num_seqs,
+                                          .max_num_tokens_per_step = o.engine.scheduler.max_num_tokens_per_step,
+                                          .max_context_tokens = o.max_model_len};
+    auto choice = executor::choose_device(m.checkpoint->config(), options, executor::cuda_presence());
+    HICHAT_RETURN_IF_ERROR(choice.status());
+    if (!choice->note.empty()) std::fprintf(stderr, "hichat serve: %s\n", choice->note.c_str());
+    auto runner = executor::make_runner(*m.checkpoint, options);
     HICHAT_RETURN_IF_ERROR(runner.status());
     engine::EngineConfig engine_config = o.engine;
     engine_config.max_model_len = o.max_model_len;

@@ -8,12 +8,9 @@ CpuKvPool::CpuKvPool(int num_layers, int num_kv_heads, int head_dim, int num_blo
     : num_blocks_(num_blocks),
       block_size_tokens_(block_size_tokens),
       row_floats_(static_cast<int64_t>(num_kv_heads) * head_dim),
-      keys_(static_cast<size_t>(num_layers)),
-      values_(static_cast<size_t>(num_layers)) {
+      layer_floats_(static_cast<int64_t>(num_blocks) * block_size_tokens * row_floats_),
+      storage_(static_cast<size_t>(2 * num_layers * layer_floats_) * sizeof(float)) {
     CHECK_GT(block_size_tokens, 0);
-    const auto floats = static_cast<size_t>(static_cast<int64_t>(num_blocks) * block_size_tokens * row_floats_);
-    for (auto& k : keys_) k.resize(floats);
-    for (auto& v : values_) v.resize(floats);
 }
 
 int64_t CpuKvPool::slot(std::span<const int32_t> block_table, int pos) const {

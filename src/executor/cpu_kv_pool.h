@@ -1,11 +1,14 @@
 // CpuKvPool: the KV storage of the CPU backend, float32, paged: every layer has a K and a V array of
 // [num_blocks, block_size, kv_heads * head_dim]. Which blocks belong to which sequence is decided by
-// kv::BlockManager (bookkeeping only); the pool just stores. Owned by CpuRunner; engine thread only.
+// kv::BlockManager (bookkeeping only); the pool just stores. The arrays live in ZeroPages: a block
+// takes memory once written, so resident memory follows the blocks in use, not the pool's size.
+// Owned by CpuRunner; engine thread only.
 #pragma once
 
 #include <cstdint>
 #include <span>
-#include <vector>
+
+#include "executor/zero_pages.h"
 
 namespace hichat::executor {
 
@@ -22,22 +25,25 @@ public:
 
     // Row of token `pos` of the sequence whose blocks are `block_table`.
     float* key_row(int layer, std::span<const int32_t> block_table, int pos) {
-        return keys_[static_cast<size_t>(layer)].data() + slot(block_table, pos) * row_floats_;
+        return layer_base(2 * layer) + slot(block_table, pos) * row_floats_;
     }
     float* value_row(int layer, std::span<const int32_t> block_table, int pos) {
-        return values_[static_cast<size_t>(layer)].data() + slot(block_table, pos) * row_floats_;
+        return layer_base(2 * layer + 1) + slot(block_table, pos) * row_floats_;
     }
 
     // Base of one layer's K / V arrays, for paged attention.
-    const float* keys(int layer) const { return keys_[static_cast<size_t>(layer)].data(); }
-    const float* values(int layer) const { return values_[static_cast<size_t>(layer)].data(); }
+    const float* keys(int layer) const { return layer_base(2 * layer); }
+    const float* values(int layer) const { return layer_base(2 * layer + 1); }
 
 private:
     int64_t slot(std::span<const int32_t> block_table, int pos) const;
+    // Array `index` (2 * layer: keys, 2 * layer + 1: values).
+    float* layer_base(int index) const { return static_cast<float*>(storage_.data()) + index * layer_floats_; }
 
     int num_blocks_, block_size_tokens_;
     int64_t row_floats_;
-    std::vector<std::vector<float>> keys_, values_;  // [num_layers][num_blocks * block_size * row_floats]
+    int64_t layer_floats_;  // num_blocks * block_size * row_floats: one K or V array
+    ZeroPages storage_;     // [num_layers][K, V][layer_floats_] float32
 };
 
 }  // namespace hichat::executor

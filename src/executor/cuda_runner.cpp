@@ -20,7 +20,9 @@
 #include "backend/cuda/gemm.h"
 #include "backend/cuda/ops.h"
 #include "base/check.h"
+#include "executor/cuda_support.h"
 #include "executor/cuda_weights.h"
+#include "executor/kv_pool_size.h"
 
 namespace hichat::executor {
 namespace {
@@ -198,13 +200,18 @@ Status CudaRunner::Impl::allocate() {
         slot.done = std::move(event).value();
     }
 
-    // The KV pool takes what is left (or what the config asks for).
+    // The KV pool takes what is left, at most max_num_seqs full contexts (or what the config asks for).
     const size_t block_bytes = static_cast<size_t>(config.kv_block_size_tokens) * kv_width * 2 * 2 * cfg.num_layers;
     num_blocks = config.num_kv_blocks;
     if (num_blocks <= 0) {
         size_t free_bytes = 0, total_bytes = 0;
         CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-        num_blocks = static_cast<int>(static_cast<double>(free_bytes) * config.gpu_memory_fraction / block_bytes);
+        num_blocks = kv_pool_blocks({.budget_bytes = static_cast<int64_t>(static_cast<double>(free_bytes) *
+                                                                          config.gpu_memory_fraction),
+                                     .bytes_per_block = static_cast<int64_t>(block_bytes),
+                                     .max_num_seqs = config.max_num_seqs,
+                                     .context_tokens = config.max_context_tokens,
+                                     .block_size_tokens = config.kv_block_size_tokens});
     }
     if (num_blocks < max_blocks_per_seq) {
         return invalid_argument("not enough device memory for one full-context sequence's KV (" +
@@ -454,6 +461,11 @@ void CudaRunner::Impl::forward(const ForwardBatch& batch, std::vector<float>& lo
 
 Result<std::unique_ptr<CudaRunner>> CudaRunner::create(const model::Checkpoint& checkpoint,
                                                         const CudaRunnerConfig& config) {
+    // Callers go through choose_device() (runner_factory.h), which refuses these shapes first; checked
+    // again here so that no caller reaches a launcher with one.
+    const std::optional<std::string> unsupported = cuda_unsupported_reason(
+        checkpoint.config(), {.max_num_seqs = config.max_num_seqs, .max_num_tokens_per_step = config.max_num_tokens_per_step});
+    if (unsupported) return unimplemented(*unsupported);
     if (!cuda::cuda_device_available()) return not_found("no CUDA device is available");
     CUDA_CHECK(cudaSetDevice(config.device));
     CudaRunnerConfig c = config;

@@ -17,7 +17,7 @@ namespace hichat::executor {
 struct CudaRunnerConfig {
     int device = 0;
     double gpu_memory_fraction = 0.9;    // of the free memory after weights, for the KV pool
-    int num_kv_blocks = 0;               // 0: from gpu_memory_fraction
+    int num_kv_blocks = 0;               // 0: from gpu_memory_fraction, at most max_num_seqs full contexts
     int kv_block_size_tokens = 16;
     int max_num_tokens_per_step = 8192;  // workspace size (prefill chunk + decodes)
     int max_num_seqs = 256;
@@ -27,8 +27,8 @@ struct CudaRunnerConfig {
 
 class CudaRunner final : public ModelRunner {
 public:
-    // Errors: no CUDA device, unsupported model features on CUDA (o/mlp biases, head_dim not 64/128
-    // where the kernels need it), not enough device memory.
+    // Errors: a model shape or step size the kernels do not support (cuda_unsupported_reason(),
+    // kUnimplemented), no CUDA device, not enough device memory.
     static Result<std::unique_ptr<CudaRunner>> create(const model::Checkpoint& checkpoint, const CudaRunnerConfig& config);
     ~CudaRunner() override;
 

@@ -57,9 +57,6 @@ Result<cuda::DeviceBuffer> to_device(std::initializer_list<const WeightTensor*> 
 Result<CudaWeights> CudaWeights::upload(const model::Checkpoint& checkpoint) {
     const model::ModelConfig& cfg = checkpoint.config();
     const model::ModelWeights& w = checkpoint.weights();
-    if (cfg.o_bias || cfg.mlp_bias) {
-        return unimplemented("o_proj / mlp biases (attention_bias / mlp_bias) are not supported on CUDA yet");
-    }
     CudaWeights out;
     auto upload = [&](cuda::DeviceBuffer& dst, std::initializer_list<const WeightTensor*> parts) -> Status {
         auto b = to_device(parts, out.num_bytes);

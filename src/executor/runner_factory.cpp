@@ -6,6 +6,8 @@
 
 #include "executor/cpu_kv_pool.h"
 #include "executor/cpu_runner.h"
+#include "executor/cuda_support.h"
+#include "executor/kv_pool_size.h"
 #ifdef HICHAT_HAVE_CUDA
 #include "backend/cuda/device_info.h"
 #include "executor/cuda_runner.h"
@@ -14,17 +16,48 @@
 namespace hichat::executor {
 namespace {
 
+int context_tokens(const model::ModelConfig& cfg, const RunnerOptions& o) {
+    return o.max_context_tokens > 0 ? std::min(o.max_context_tokens, cfg.max_position_embeddings)
+                                    : cfg.max_position_embeddings;
+}
+
+// The step sizes both runners are built for.
+CudaStepShape step_shape(const RunnerOptions& o) {
+    return {.max_num_seqs = std::max(o.max_num_seqs, 1),
+            .max_num_tokens_per_step = std::max(o.max_num_tokens_per_step, 1)};
+}
+
+// An explicit --kv-cache-mb is taken as asked; the default is a quarter of the RAM, at most
+// max_num_seqs full contexts.
 int cpu_kv_blocks(const model::ModelConfig& cfg, const RunnerOptions& o, int context) {
-    const int64_t per_token = CpuKvPool::bytes_per_token(cfg.num_layers, cfg.num_kv_heads, cfg.head_dim);
-    int64_t bytes = o.cpu_kv_cache_bytes;
-    if (bytes == 0) {
-        struct sysinfo si {};
-        sysinfo(&si);
-        const int64_t quarter_ram = static_cast<int64_t>(si.totalram) * si.mem_unit / 4;
-        const int64_t blocks_per_seq = (context + o.kv_block_size_tokens - 1) / o.kv_block_size_tokens;
-        bytes = std::min(quarter_ram, per_token * o.kv_block_size_tokens * blocks_per_seq * std::max(1, o.max_num_seqs));
-    }
-    return static_cast<int>(std::max<int64_t>(1, bytes / (per_token * o.kv_block_size_tokens)));
+    const int64_t per_block =
+        CpuKvPool::bytes_per_token(cfg.num_layers, cfg.num_kv_heads, cfg.head_dim) * o.kv_block_size_tokens;
+    if (o.cpu_kv_cache_bytes > 0) return static_cast<int>(std::max<int64_t>(1, o.cpu_kv_cache_bytes / per_block));
+    struct sysinfo si {};
+    sysinfo(&si);
+    const int64_t quarter_ram = static_cast<int64_t>(si.totalram) * si.mem_unit / 4;
+    return std::max(1, kv_pool_blocks({.budget_bytes = quarter_ram,
+                                       .bytes_per_block = per_block,
+                                       .max_num_seqs = o.max_num_seqs,
+                                       .context_tokens = context,
+                                       .block_size_tokens = o.kv_block_size_tokens}));
+}
+
+Result<std::unique_ptr<ModelRunner>> make_cuda_runner(const model::Checkpoint& checkpoint, const RunnerOptions& o,
+                                                      int context) {
+#ifdef HICHAT_HAVE_CUDA
+    const CudaStepShape step = step_shape(o);
+    auto r = CudaRunner::create(checkpoint, {.gpu_memory_fraction = o.gpu_memory_fraction,
+                                             .kv_block_size_tokens = o.kv_block_size_tokens,
+                                             .max_num_tokens_per_step = step.max_num_tokens_per_step,
+                                             .max_num_seqs = step.max_num_seqs,
+                                             .max_context_tokens = context});
+    if (!r.ok()) return r.status();
+    return std::unique_ptr<ModelRunner>(std::move(r).value());
+#else
+    (void)checkpoint, (void)o, (void)context;
+    return unimplemented("--device cuda: this build has no CUDA backend");
+#endif
 }
 
 }  // namespace
@@ -36,33 +69,36 @@ Result<DeviceKind> parse_device_kind(const std::string& text) {
     return invalid_argument("--device must be auto, cpu or cuda, got '" + text + "'");
 }
 
-bool cuda_available() {
+CudaPresence cuda_presence() {
 #ifdef HICHAT_HAVE_CUDA
-    return cuda::cuda_device_available();
+    return cuda::cuda_device_available() ? CudaPresence::kPresent : CudaPresence::kNoDevice;
 #else
-    return false;
+    return CudaPresence::kNotBuilt;
 #endif
+}
+
+bool cuda_available() { return cuda_presence() == CudaPresence::kPresent; }
+
+Result<DeviceChoice> choose_device(const model::ModelConfig& cfg, const RunnerOptions& o, CudaPresence presence) {
+    if (o.device == DeviceKind::kCpu) return DeviceChoice{.device = DeviceKind::kCpu};
+    const std::optional<std::string> unsupported = cuda_unsupported_reason(cfg, step_shape(o));
+    if (o.device == DeviceKind::kAuto) {
+        if (presence != CudaPresence::kPresent) return DeviceChoice{.device = DeviceKind::kCpu};
+        if (unsupported) return DeviceChoice{.device = DeviceKind::kCpu, .note = "device auto: using the CPU: " + *unsupported};
+        return DeviceChoice{.device = DeviceKind::kCuda};
+    }
+    if (unsupported) return unimplemented("--device cuda: " + *unsupported);
+    if (presence == CudaPresence::kNotBuilt) return unimplemented("--device cuda: this build has no CUDA backend");
+    if (presence == CudaPresence::kNoDevice) return not_found("--device cuda: no CUDA device is available");
+    return DeviceChoice{.device = DeviceKind::kCuda};
 }
 
 Result<std::unique_ptr<ModelRunner>> make_runner(const model::Checkpoint& checkpoint, const RunnerOptions& o) {
     const model::ModelConfig& cfg = checkpoint.config();
-    const int context = o.max_context_tokens > 0 ? std::min(o.max_context_tokens, cfg.max_position_embeddings)
-                                                 : cfg.max_position_embeddings;
-    DeviceKind device = o.device;
-    if (device == DeviceKind::kAuto) device = cuda_available() ? DeviceKind::kCuda : DeviceKind::kCpu;
-    if (device == DeviceKind::kCuda) {
-#ifdef HICHAT_HAVE_CUDA
-        auto r = CudaRunner::create(checkpoint, {.gpu_memory_fraction = o.gpu_memory_fraction,
-                                                 .kv_block_size_tokens = o.kv_block_size_tokens,
-                                                 .max_num_tokens_per_step = std::max(o.max_num_tokens_per_step, 1),
-                                                 .max_num_seqs = std::max(o.max_num_seqs, 1),
-                                                 .max_context_tokens = context});
-        if (!r.ok()) return r.status();
-        return std::unique_ptr<ModelRunner>(std::move(r).value());
-#else
-        return unimplemented("--device cuda: this build has no CUDA backend");
-#endif
-    }
+    const int context = context_tokens(cfg, o);
+    auto choice = choose_device(cfg, o, cuda_presence());
+    if (!choice.ok()) return choice.status();
+    if (choice->device == DeviceKind::kCuda) return make_cuda_runner(checkpoint, o, context);
     return std::unique_ptr<ModelRunner>(std::make_unique<CpuRunner>(
         checkpoint, CpuRunnerConfig{.num_threads = o.num_threads,
                                     .num_kv_blocks = cpu_kv_blocks(cfg, o, context),

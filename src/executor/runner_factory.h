@@ -1,4 +1,6 @@
-// make_runner: picks and builds the backend for a checkpoint (`--device cuda|cpu|auto`).
+// make_runner: picks and builds the backend for a checkpoint (`--device cuda|cpu|auto`). The choice is
+// choose_device(), a pure function of the model's shape, the options and whether a GPU is present:
+// every CUDA shape constraint (cuda_support.h) is checked there, once, before anything is allocated.
 #pragma once
 
 #include <memory>
@@ -16,20 +18,40 @@ enum class DeviceKind { kAuto, kCpu, kCuda };
 Result<DeviceKind> parse_device_kind(const std::string& text);
 
 struct RunnerOptions {
-    DeviceKind device = DeviceKind::kAuto;  // auto: CUDA when a device is present, else CPU
+    DeviceKind device = DeviceKind::kAuto;  // auto: CUDA when a device is present and supports the model, else CPU
     int num_threads = 0;                    // CPU compute threads; 0: all
     int64_t cpu_kv_cache_bytes = 0;         // CPU KV pool; 0: enough for max_num_seqs full contexts, <= 1/4 RAM
-    double gpu_memory_fraction = 0.9;       // CUDA KV pool: this fraction of free memory after weights
+    double gpu_memory_fraction = 0.9;       // CUDA KV pool: this fraction of free memory after weights, at
+                                            // most max_num_seqs full contexts
     int max_num_seqs = 64;
     int max_num_tokens_per_step = 512;
     int max_context_tokens = 0;             // 0: the model's max_position_embeddings
     int kv_block_size_tokens = 16;
 };
 
-// Errors: CUDA asked for but not built in or no device; the CUDA path's unsupported features.
-Result<std::unique_ptr<ModelRunner>> make_runner(const model::Checkpoint& checkpoint, const RunnerOptions& options);
+// Whether this build has the CUDA backend and this machine a device for it.
+enum class CudaPresence { kNotBuilt, kNoDevice, kPresent };
+CudaPresence cuda_presence();
 
 // True when this build has the CUDA backend and a device is present.
 bool cuda_available();
+
+// The backend make_runner builds (kCpu or kCuda). note: one line for the log when `auto` takes the CPU
+// although a GPU is present, saying why ("device auto: using the CPU: the CUDA backend needs head_dim
+// 64 or 128, this model has 32"); empty otherwise.
+struct DeviceChoice {
+    DeviceKind device = DeviceKind::kCpu;
+    std::string note;
+};
+
+// auto: CUDA when `presence` is kPresent and cuda_unsupported_reason() finds nothing, else the CPU.
+// Errors, for --device cuda only, checked in this order: the model or the step sizes unsupported on
+// CUDA (kUnimplemented, naming the value and what is supported, in every build), no CUDA backend in
+// this build (kUnimplemented), no device (kNotFound).
+Result<DeviceChoice> choose_device(const model::ModelConfig& cfg, const RunnerOptions& options, CudaPresence presence);
+
+// Builds the runner on choose_device(cfg, options, cuda_presence())'s device; its errors, and the CUDA
+// runner's (not enough device memory).
+Result<std::unique_ptr<ModelRunner>> make_runner(const model::Checkpoint& checkpoint, const RunnerOptions& options);
 
 }  // namespace hichat::executor

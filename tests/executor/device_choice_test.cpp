@@ -1,0 +1,204 @@
+// The runner choice (`--device auto|cpu|cuda`) for shapes the CUDA backend does and does not run,
+// decided without a GPU: choose_device() takes the GPU's presence as an input.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "executor/cuda_support.h"
+#include "executor/runner_factory.h"
+#include "model/checkpoint.h"
+#include "model/test_checkpoint_writer.h"
+
+namespace hichat::executor {
+namespace {
+
+// A Llama-shaped config as the loader would make it; every field the CUDA checks read is set.
+model::ModelConfig config_with_head_dim(int head_dim) {
+    model::ModelConfig c;
+    c.architecture_name = "LlamaForCausalLM";
+    c.hidden_size = 256;
+    c.intermediate_size = 512;
+    c.num_layers = 2;
+    c.num_heads = 8;
+    c.num_kv_heads = 2;
+    c.head_dim = head_dim;
+    c.vocab_size = 1000;
+    c.max_position_embeddings = 2048;
+    return c;
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+const CudaStepShape kServeStep{.max_num_seqs = 256, .max_num_tokens_per_step = 8192};
+
+class UnsupportedHeadDim : public ::testing::TestWithParam<int> {};
+
+TEST_P(UnsupportedHeadDim, ReasonNamesHeadDimItsValueAndWhatIsSupported) {
+    const int head_dim = GetParam();
+    const auto reason = cuda_unsupported_reason(config_with_head_dim(head_dim), kServeStep);
+    ASSERT_TRUE(reason.has_value()) << head_dim;
+    EXPECT_EQ(*reason, "the CUDA backend needs head_dim 64 or 128, this model has " + std::to_string(head_dim));
+}
+
+INSTANTIATE_TEST_SUITE_P(HeadDims, UnsupportedHeadDim, ::testing::Values(16, 24, 32, 48, 80, 96, 112, 256));
+
+TEST(CudaSupport, HeadDim64And128AreSupported) {
+    EXPECT_EQ(cuda_unsupported_reason(config_with_head_dim(64), kServeStep), std::nullopt);
+    EXPECT_EQ(cuda_unsupported_reason(config_with_head_dim(128), kServeStep), std::nullopt);
+}
+
+TEST(CudaSupport, OutputAndMlpBiasesAreRefusedByName) {
+    model::ModelConfig c = config_with_head_dim(64);
+    c.qkv_bias = true;   // Qwen2's q/k/v biases run on CUDA
+    EXPECT_EQ(cuda_unsupported_reason(c, kServeStep), std::nullopt);
+    c.o_bias = true;
+    auto reason = cuda_unsupported_reason(c, kServeStep);
+    ASSERT_TRUE(reason.has_value());
+    EXPECT_TRUE(contains(*reason, "o_proj bias")) << *reason;
+    c.o_bias = false;
+    c.mlp_bias = true;
+    reason = cuda_unsupported_reason(c, kServeStep);
+    ASSERT_TRUE(reason.has_value());
+    EXPECT_TRUE(contains(*reason, "mlp_bias")) << *reason;
+}
+
+TEST(CudaSupport, HeadsNotAMultipleOfKvHeadsAreRefused) {
+    model::ModelConfig c = config_with_head_dim(64);
+    c.num_heads = 6;
+    c.num_kv_heads = 4;
+    const auto reason = cuda_unsupported_reason(c, kServeStep);
+    ASSERT_TRUE(reason.has_value());
+    EXPECT_TRUE(contains(*reason, "num_attention_heads (6)") && contains(*reason, "num_key_value_heads (4)"))
+        << *reason;
+}
+
+TEST(CudaSupport, VocabAboveTheSamplerLimitIsRefused) {
+    model::ModelConfig c = config_with_head_dim(128);
+    c.vocab_size = 1 << 23;
+    EXPECT_EQ(cuda_unsupported_reason(c, kServeStep), std::nullopt);
+    c.vocab_size = (1 << 23) + 1;
+    const auto reason = cuda_unsupported_reason(c, kServeStep);
+    ASSERT_TRUE(reason.has_value());
+    EXPECT_TRUE(contains(*reason, "vocab_size <= 8388608") && contains(*reason, "8388609")) << *reason;
+}
+
+TEST(CudaSupport, StepsLargerThanThePrefillGridAreRefused) {
+    const model::ModelConfig c = config_with_head_dim(128);   // 4 query heads per KV head
+    const int max_tokens = 65535 * 64 / 4;
+    EXPECT_EQ(cuda_unsupported_reason(c, {.max_num_seqs = 256, .max_num_tokens_per_step = max_tokens}), std::nullopt);
+    auto reason = cuda_unsupported_reason(c, {.max_num_seqs = 256, .max_num_tokens_per_step = max_tokens + 1});
+    ASSERT_TRUE(reason.has_value());
+    EXPECT_TRUE(contains(*reason, std::to_string(max_tokens) + " tokens per step")) << *reason;
+    reason = cuda_unsupported_reason(c, {.max_num_seqs = 65536, .max_num_tokens_per_step = 8192});
+    ASSERT_TRUE(reason.has_value());
+    EXPECT_TRUE(contains(*reason, "65535 sequences")) << *reason;
+}
+
+RunnerOptions options_for(DeviceKind device) { return {.device = device, .max_num_seqs = 256, .max_num_tokens_per_step = 8192}; }
+
+TEST(ChooseDevice, AutoWithAGpuAndAnUnsupportedShapeTakesTheCpuAndSaysWhy) {
+    for (int head_dim : {16, 24, 32}) {
+        auto choice = choose_device(config_with_head_dim(head_dim), options_for(DeviceKind::kAuto), CudaPresence::kPresent);
+        ASSERT_TRUE(choice.ok()) << choice.status().message();
+        EXPECT_EQ(choice->device, DeviceKind::kCpu);
+        EXPECT_EQ(choice->note, "device auto: using the CPU: the CUDA backend needs head_dim 64 or 128, this model has " +
+                                    std::to_string(head_dim));
+    }
+}
+
+TEST(ChooseDevice, AutoWithAGpuAndASupportedShapeTakesCuda) {
+    for (int head_dim : {64, 128}) {
+        auto choice = choose_device(config_with_head_dim(head_dim), options_for(DeviceKind::kAuto), CudaPresence::kPresent);
+        ASSERT_TRUE(choice.ok()) << choice.status().message();
+        EXPECT_EQ(choice->device, DeviceKind::kCuda);
+        EXPECT_EQ(choice->note, "");
+    }
+}
+
+TEST(ChooseDevice, AutoWithoutAGpuTakesTheCpuSilently) {
+    for (CudaPresence presence : {CudaPresence::kNotBuilt, CudaPresence::kNoDevice}) {
+        for (int head_dim : {32, 64}) {
+            auto choice = choose_device(config_with_head_dim(head_dim), options_for(DeviceKind::kAuto), presence);
+            ASSERT_TRUE(choice.ok()) << choice.status().message();
+            EXPECT_EQ(choice->device, DeviceKind::kCpu);
+            EXPECT_EQ(choice->note, "");
+        }
+    }
+}
+
+TEST(ChooseDevice, CudaWithAnUnsupportedShapeIsOneErrorNamingTheValueInEveryBuild) {
+    for (CudaPresence presence : {CudaPresence::kNotBuilt, CudaPresence::kNoDevice, CudaPresence::kPresent}) {
+        auto choice = choose_device(config_with_head_dim(32), options_for(DeviceKind::kCuda), presence);
+        ASSERT_FALSE(choice.ok());
+        EXPECT_EQ(choice.status().code(), StatusCode::kUnimplemented);
+        EXPECT_EQ(choice.status().message(),
+                  "--device cuda: the CUDA backend needs head_dim 64 or 128, this model has 32");
+    }
+}
+
+TEST(ChooseDevice, CudaWithASupportedShapeNeedsTheBackendAndADevice) {
+    const model::ModelConfig c = config_with_head_dim(64);
+    auto built_without = choose_device(c, options_for(DeviceKind::kCuda), CudaPresence::kNotBuilt);
+    ASSERT_FALSE(built_without.ok());
+    EXPECT_EQ(built_without.status().message(), "--device cuda: this build has no CUDA backend");
+    auto no_device = choose_device(c, options_for(DeviceKind::kCuda), CudaPresence::kNoDevice);
+    ASSERT_FALSE(no_device.ok());
+    EXPECT_EQ(no_device.status().code(), StatusCode::kNotFound);
+    EXPECT_TRUE(contains(no_device.status().message(), "no CUDA device")) << no_device.status().message();
+    auto present = choose_device(c, options_for(DeviceKind::kCuda), CudaPresence::kPresent);
+    ASSERT_TRUE(present.ok()) << present.status().message();
+    EXPECT_EQ(present->device, DeviceKind::kCuda);
+}
+
+TEST(ChooseDevice, CpuIsTakenForAnyShape) {
+    auto choice = choose_device(config_with_head_dim(24), options_for(DeviceKind::kCpu), CudaPresence::kPresent);
+    ASSERT_TRUE(choice.ok());
+    EXPECT_EQ(choice->device, DeviceKind::kCpu);
+    EXPECT_EQ(choice->note, "");
+}
+
+TEST(ChooseDevice, TheStepSizesOfTheOptionsAreChecked) {
+    RunnerOptions o = options_for(DeviceKind::kAuto);
+    o.max_num_tokens_per_step = 1 << 20;   // 4 query heads per KV head: over the prefill grid
+    auto choice = choose_device(config_with_head_dim(128), o, CudaPresence::kPresent);
+    ASSERT_TRUE(choice.ok());
+    EXPECT_EQ(choice->device, DeviceKind::kCpu);
+    EXPECT_TRUE(contains(choice->note, "tokens per step")) << choice->note;
+}
+
+// A real checkpoint whose head_dim the CUDA kernels lack: make_runner never aborts on it.
+class HeadDim32Checkpoint : public ::testing::Test {
+protected:
+    void SetUp() override {
+        model::testing::make_tiny_model({.hidden_size = 64, .num_heads = 2, .num_kv_heads = 1, .head_dim = 32,
+                                         .intermediate_size = 96, .vocab_size = 40})
+            .write(dir_.path());
+        auto opened = model::Checkpoint::open(dir_.path());
+        ASSERT_TRUE(opened.ok()) << opened.status().message();
+        checkpoint_ = std::move(opened).value();
+    }
+    model::testing::TempDir dir_;
+    std::unique_ptr<model::Checkpoint> checkpoint_;
+};
+
+TEST_F(HeadDim32Checkpoint, AutoBuildsARunnerThatComputesLogits) {
+    auto runner = make_runner(*checkpoint_, {.device = DeviceKind::kAuto, .num_threads = 1, .max_num_seqs = 1,
+                                             .max_context_tokens = 16});
+    ASSERT_TRUE(runner.ok()) << runner.status().message();
+    ForwardBatch batch;
+    const std::vector<int32_t> table = {0};
+    const std::vector<int32_t> ids = {3, 5, 7};
+    batch.seqs.push_back({.block_table = table, .pos0 = 0, .tokens = ids, .all_logits = true});
+    std::vector<float> logits;
+    (*runner)->forward(batch, logits);
+    EXPECT_EQ(logits.size(), size_t{3 * 40});
+}
+
+TEST_F(HeadDim32Checkpoint, CudaIsAnErrorNotAnAbort) {
+    auto runner = make_runner(*checkpoint_, {.device = DeviceKind::kCuda, .max_num_seqs = 1, .max_context_tokens = 16});
+    ASSERT_FALSE(runner.ok());
+    EXPECT_EQ(runner.status().message(), "--device cuda: the CUDA backend needs head_dim 64 or 128, this model has 32");
+}
+
+}  // namespace
+}  // namespace hichat::executor
