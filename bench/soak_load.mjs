@@ -4,20 +4,22 @@
 // invalid and aborted requests and GETs (bench/soak/*_scenarios.mjs). Meanwhile it samples the
 // server's RSS (--server-pid) and /metrics. At the end it waits (bounded, --settle-s) for the engine
 // to go idle, then checks: every request got an answer, every answer was the expected one, no KV
-// block is in use, RSS is flat, hichat_requests_total matches what was sent. Prints a table; exit
-// code 1 if a check failed, 2 on bad flags.
+// block is in use, RSS is flat, hichat_requests_total matches what was sent; last, it sends the
+// server SIGTERM with streams open (bench/soak/drain_phase.mjs): they must all finish. Prints a
+// table; exit code 1 if a check failed, 2 on bad flags.
 import { parseArgs } from 'node:util';
 import { abortScenarios } from './soak/abort_scenarios.mjs';
+import { drainUnderLoad } from './soak/drain_phase.mjs';
 import { authScenarios, invalidScenarios } from './soak/invalid_scenarios.mjs';
-import { rawExchange } from './soak/raw_http.mjs';
 import { compareCounters, printTable, tally } from './soak/report.mjs';
 import { fetchMetrics, gauge, readRss, rssVerdict } from './soak/server_probe.mjs';
 import { CHAT, COMPLETIONS, validScenarios } from './soak/valid_scenarios.mjs';
-import { outcome } from './soak/http_client.mjs';
+import { wireScenarios } from './soak/wire_scenarios.mjs';
 
 const USAGE = `usage: node bench/soak_load.mjs --url http://127.0.0.1:PORT [--model NAME] [--concurrency 16]
        [--duration-s 600] [--api-key KEY] [--server-pid PID] [--rss-interval-s 2] [--settle-s 30]
-       [--timeout-s 120] [--max-body-mb 8] [--seed 1]`;
+       [--timeout-s 120] [--max-body-mb 8] [--seed 1] [--no-drain]
+With --server-pid, the run ends by sending the server SIGTERM while streams are open (unless --no-drain).`;
 
 function options() {
   const { values } = parseArgs({
@@ -27,7 +29,7 @@ function options() {
       'server-pid': { type: 'string' }, 'rss-interval-s': { type: 'string', default: '2' },
       'settle-s': { type: 'string', default: '30' }, 'timeout-s': { type: 'string', default: '120' },
       'max-body-mb': { type: 'string', default: '8' }, seed: { type: 'string', default: '1' },
-      help: { type: 'boolean' },
+      'no-drain': { type: 'boolean' }, help: { type: 'boolean' },
     },
   });
   if (values.help) {
@@ -46,7 +48,7 @@ function options() {
     apiKey: values['api-key'], serverPid: values['server-pid'] ? num('server-pid', 1) : null,
     concurrency: num('concurrency', 1), durationMs: num('duration-s', 1) * 1000,
     rssIntervalMs: num('rss-interval-s', 0.1) * 1000, settleMs: num('settle-s', 0) * 1000,
-    timeoutMs: num('timeout-s', 1) * 1000, maxBodyBytes: num('max-body-mb', 1) * 1024 * 1024, seed: num('seed', 0),
+    drain: !values['no-drain'], timeoutMs: num('timeout-s', 1) * 1000, maxBodyBytes: num('max-body-mb', 1) * 1024 * 1024, seed: num('seed', 0),
   };
 }
 
@@ -61,19 +63,8 @@ function rngFrom(seed) {
   };
 }
 
-const pipelined = {
-  kind: 'pipelined_gets', path: '/health', weight: 2,
-  run: async (ctx) => {
-    const get = 'GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n';
-    const r = await rawExchange({ host: ctx.host, port: ctx.port, parts: [get + get + get], expected: 3, timeoutMs: ctx.timeoutMs });
-    if (r.responses.length < 3) return outcome.noAnswer(`${r.responses.length} of 3 pipelined answers${r.error ? `, ${r.error}` : ''}`);
-    const bad = r.responses.find((x) => x.status !== 200);
-    return bad ? outcome.unexpected(bad.status, bad.body.slice(0, 120)) : outcome.ok(200);
-  },
-};
-
 function scenarioPicker(ctx) {
-  const all = [...validScenarios, pipelined, ...invalidScenarios, ...abortScenarios, ...(ctx.apiKey ? authScenarios : [])];
+  const all = [...validScenarios, ...wireScenarios, ...invalidScenarios, ...abortScenarios, ...(ctx.apiKey ? authScenarios : [])];
   const total = all.reduce((a, s) => a + s.weight, 0);
   return (rng) => {
     let x = rng() * total;
@@ -86,8 +77,9 @@ async function worker(ctx, id, pick, records, endAt) {
   const rng = rngFrom(ctx.seed * 7919 + id);
   while (Date.now() < endAt) {
     const s = pick(rng);
+    const start = Date.now();
     const r = await s.run(ctx, rng);
-    records.push({ kind: s.kind, path: s.path, reachesHandler: !!s.reachesHandler, ...r });
+    records.push({ kind: s.kind, path: s.path, reachesHandler: !!s.reachesHandler, ms: Date.now() - start, ...r });
   }
 }
 
@@ -135,7 +127,7 @@ async function serverInfo(ctx) {
   ctx.contextTokens = model.max_model_len;
 }
 
-function checksOf(rows, rss, kv, counters, ctx) {
+function checksOf(rows, rss, kv, counters, ctx, alive, drained) {
   const sum = (o) => rows.reduce((a, r) => a + r[o], 0);
   const checks = [
     { name: 'every request got an answer', ok: sum('no_answer') === 0, detail: `${sum('no_answer')} without` },
@@ -147,7 +139,12 @@ function checksOf(rows, rss, kv, counters, ctx) {
   if (ctx.serverPid) {
     checks.push({ name: 'server RSS is flat', ok: rss.flat,
                   detail: `${((rss.endMedian - rss.baseMedian) / 1048576).toFixed(1)} MB growth` });
-    checks.push({ name: 'server alive at the end', ok: readRss(ctx.serverPid) !== null });
+    checks.push({ name: 'server alive at the end of the load', ok: alive });
+  }
+  if (drained) {
+    const good = drained.filter((r) => r.outcome === 'ok').length;
+    checks.push({ name: 'SIGTERM with streams open: all finish, a late request is answered or refused',
+                  ok: good === drained.length, detail: `${good} of ${drained.length}` });
   }
   return checks;
 }
@@ -171,9 +168,11 @@ async function main() {
   const elapsedS = (Date.now() - t0) / 1000;
   const samples = await settle(ctx, kv);
   const rss = ctx.serverPid ? { ...rssVerdict(rssSamples, ctx.durationMs), afterSettle: readRss(ctx.serverPid) } : null;
-  const rows = tally(records);
   const counters = compareCounters(records, samples, [CHAT, COMPLETIONS]);
-  const checks = checksOf(rows, rss, kv, counters, ctx);
+  const alive = ctx.serverPid ? readRss(ctx.serverPid) !== null : true;
+  const drained = ctx.serverPid && ctx.drain && alive ? await drainUnderLoad(ctx, rngFrom(ctx.seed)) : null;
+  const rows = tally(drained ? [...records, ...drained] : records);
+  const checks = checksOf(rows, rss, kv, counters, ctx, alive, drained);
   printTable({ rows, rss, kv, counters, checks, elapsedS, concurrency: ctx.concurrency });
   process.exit(checks.every((c) => c.ok) ? 0 : 1);
 }

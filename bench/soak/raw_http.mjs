@@ -20,6 +20,11 @@ export function parseResponses(buf) {
     }
     const length = Number(headers['content-length'] ?? 0);
     if (rest.length < end + 4 + length) break;
+    const status = Number(m[1]);
+    if (status < 200) {  // 100 Continue: an interim answer, not the response
+      rest = rest.subarray(end + 4);
+      continue;
+    }
     responses.push({ status: Number(m[1]), headers, body: rest.subarray(end + 4, end + 4 + length).toString() });
     rest = rest.subarray(end + 4 + length);
   }

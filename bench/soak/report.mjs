@@ -7,9 +7,10 @@ const MB = 1024 * 1024;
 export function tally(records) {
   const byKind = new Map();
   for (const r of records) {
-    if (!byKind.has(r.kind)) byKind.set(r.kind, { kind: r.kind, sent: 0, ok: 0, aborted: 0, unexpected: 0, no_answer: 0, examples: [] });
+    if (!byKind.has(r.kind)) byKind.set(r.kind, { kind: r.kind, sent: 0, ok: 0, aborted: 0, unexpected: 0, no_answer: 0, examples: [], ms: [] });
     const row = byKind.get(r.kind);
     row.sent += 1;
+    if (r.ms !== undefined) row.ms.push(r.ms);
     row[r.outcome] += 1;
     if ((r.outcome === 'unexpected' || r.outcome === 'no_answer') && row.examples.length < 3) {
       row.examples.push(`${r.outcome}${r.status ? ` (${r.status})` : ''}: ${r.detail}`);
@@ -47,13 +48,21 @@ export function compareCounters(records, samples, paths) {
 
 const pad = (v, n) => String(v).padEnd(n);
 const lpad = (v, n) => String(v).padStart(n);
+function percentile(values, p) {
+  if (values.length === 0) return '';
+  const s = [...values].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(p * s.length))];
+}
 const mb = (b) => (Number.isFinite(b) ? `${(b / MB).toFixed(1)} MB` : 'n/a');
 
 export function printTable({ rows, rss, kv, counters, checks, elapsedS, concurrency }) {
   const total = rows.reduce((a, r) => a + r.sent, 0);
   console.log(`\nsoak: ${total} requests in ${elapsedS.toFixed(0)} s at concurrency ${concurrency} (${(total / elapsedS).toFixed(1)} req/s)\n`);
-  console.log(`${pad('kind', 28)}${lpad('sent', 7)}${OUTCOMES.map((o) => lpad(o, 11)).join('')}`);
-  for (const r of rows) console.log(`${pad(r.kind, 28)}${lpad(r.sent, 7)}${OUTCOMES.map((o) => lpad(r[o], 11)).join('')}`);
+  console.log(`${pad('kind', 28)}${lpad('sent', 7)}${OUTCOMES.map((o) => lpad(o, 11)).join('')}${lpad('p50 ms', 8)}${lpad('max ms', 8)}`);
+  for (const r of rows) {
+    console.log(`${pad(r.kind, 28)}${lpad(r.sent, 7)}${OUTCOMES.map((o) => lpad(r[o], 11)).join('')}` +
+                `${lpad(percentile(r.ms, 0.5), 8)}${lpad(percentile(r.ms, 1), 8)}`);
+  }
   const sum = (o) => rows.reduce((a, r) => a + r[o], 0);
   console.log(`${pad('total', 28)}${lpad(total, 7)}${OUTCOMES.map((o) => lpad(sum(o), 11)).join('')}`);
   const failing = rows.filter((r) => r.examples.length > 0);

@@ -147,6 +147,13 @@ export const validScenarios = [
       const b = chatBody(ctx, rng, { max_tokens: 128 + Math.floor(rng() * 128), ignore_eos: true, stream: rng() < 0.5 });
       return post(ctx, CHAT, b, (res, ctl) => (b.stream ? checkStream(res, ctl, b) : checkCompletion(res, b, true)));
     } },
+  // No max_tokens: generates until the context is full (finish_reason "length").
+  { kind: 'completion_fill_context', path: COMPLETIONS, weight: 1, reachesHandler: true,
+    run: (ctx, rng) => {
+      const b = completionBody(ctx, rng, { ignore_eos: true, stream: true, stream_options: { include_usage: true } });
+      delete b.max_tokens;
+      return post(ctx, COMPLETIONS, b, (res, ctl) => checkStream(res, ctl, { ...b, max_tokens: ctx.contextTokens }));
+    } },
   { kind: 'get_health', path: '/health', weight: 5,
     run: (ctx) => getJson(ctx, '/health', jsonCheck((j) => j.status === 'ok', 'status is not ok')) },
   { kind: 'get_models', path: '/v1/models', weight: 4,
