@@ -18,7 +18,7 @@ import { wireScenarios } from './soak/wire_scenarios.mjs';
 
 const USAGE = `usage: node bench/soak_load.mjs --url http://127.0.0.1:PORT [--model NAME] [--concurrency 16]
        [--duration-s 600] [--api-key KEY] [--server-pid PID] [--rss-interval-s 2] [--settle-s 30]
-       [--timeout-s 120] [--max-body-mb 8] [--seed 1] [--no-drain]
+       [--timeout-s 300] [--max-body-mb 8] [--seed 1] [--no-drain]
 With --server-pid, the run ends by sending the server SIGTERM while streams are open (unless --no-drain).`;
 
 function options() {
@@ -27,7 +27,7 @@ function options() {
       url: { type: 'string' }, model: { type: 'string' }, concurrency: { type: 'string', default: '16' },
       'duration-s': { type: 'string', default: '600' }, 'api-key': { type: 'string' },
       'server-pid': { type: 'string' }, 'rss-interval-s': { type: 'string', default: '2' },
-      'settle-s': { type: 'string', default: '30' }, 'timeout-s': { type: 'string', default: '120' },
+      'settle-s': { type: 'string', default: '30' }, 'timeout-s': { type: 'string', default: '300' },
       'max-body-mb': { type: 'string', default: '8' }, seed: { type: 'string', default: '1' },
       'no-drain': { type: 'boolean' }, help: { type: 'boolean' },
     },

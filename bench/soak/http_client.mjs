@@ -9,6 +9,8 @@ export const outcome = {
   unexpected: (status, detail) => ({ outcome: 'unexpected', status, detail }),
   aborted: (detail) => ({ outcome: 'aborted', detail }),
   noAnswer: (detail, status) => ({ outcome: 'no_answer', status, detail }),
+  // Our client timeout: no answer within the bound, and the connection closed by us.
+  timedOut: (ms) => ({ outcome: 'no_answer', detail: `no complete answer within ${ms} ms`, closedByClient: true }),
 };
 
 function errorDetail(e) {
@@ -35,7 +37,7 @@ export async function exchange(ctx, { method = 'POST', path, body, headers = {},
     const res = await fetch(ctx.base + path, { method, body, headers, signal: ours.signal });
     return await onResponse(res, ctl);
   } catch (e) {
-    if (timedOut) return outcome.noAnswer(`no complete answer within ${ctx.timeoutMs} ms`);
+    if (timedOut) return outcome.timedOut(ctx.timeoutMs);
     if (ctl.abortedByUs) return outcome.aborted('aborted by the client');
     return outcome.noAnswer(errorDetail(e));
   } finally {

@@ -21,8 +21,9 @@ export function tally(records) {
 
 // hichat_requests_total against what the client saw, per generation endpoint:
 //   every code other than 200/499 exactly equals the client's answers with that code;
-//   client 200s <= server 200s <= server 200s + 499s <= client 200s + our aborts (an abort that lands
-//   after the answer is counted 200 by the server; one before the request reached it, not at all).
+//   client 200s <= server 200s <= server 200s + 499s <= client 200s + our aborts and timeouts (an
+//   abort that lands after the answer is counted 200 by the server; one before the request reached
+//   it, not at all).
 export function compareCounters(records, samples, paths) {
   const rows = [];
   for (const path of paths) {
@@ -33,9 +34,9 @@ export function compareCounters(records, samples, paths) {
     const mine = records.filter((r) => r.reachesHandler && r.path === path);
     const client = new Map();
     for (const r of mine) if ((r.outcome === 'ok' || r.outcome === 'unexpected') && r.status) client.set(r.status, (client.get(r.status) ?? 0) + 1);
-    const aborted = mine.filter((r) => r.outcome === 'aborted').length;
+    const aborted = mine.filter((r) => r.outcome === 'aborted' || r.closedByClient).length;
     const c200 = client.get(200) ?? 0, s200 = server.get(200) ?? 0, s499 = server.get(499) ?? 0;
-    rows.push({ path, code: '200+499', client: `${c200} ok + ${aborted} aborted`, server: `${s200} + ${s499}`,
+    rows.push({ path, code: '200+499', client: `${c200} ok + ${aborted} closed`, server: `${s200} + ${s499}`,
                 ok: c200 <= s200 && s200 + s499 <= c200 + aborted });
     const codes = new Set([...server.keys(), ...client.keys()].filter((c) => c !== 200 && c !== 499));
     for (const code of [...codes].sort()) {

@@ -144,15 +144,17 @@ export const validScenarios = [
     } },
   { kind: 'chat_long_ignore_eos', path: CHAT, weight: 2, reachesHandler: true,
     run: (ctx, rng) => {
-      const b = chatBody(ctx, rng, { max_tokens: 128 + Math.floor(rng() * 128), ignore_eos: true, stream: rng() < 0.5 });
+      const b = chatBody(ctx, rng, { max_tokens: 64 + Math.floor(rng() * 96), ignore_eos: true, stream: rng() < 0.5 });
       return post(ctx, CHAT, b, (res, ctl) => (b.stream ? checkStream(res, ctl, b) : checkCompletion(res, b, true)));
     } },
-  // No max_tokens: generates until the context is full (finish_reason "length").
+  // No max_tokens, a token-id prompt a few tokens short of the context: generates until the context
+  // is full (finish_reason "length", completion_tokens = context - prompt).
   { kind: 'completion_fill_context', path: COMPLETIONS, weight: 1, reachesHandler: true,
     run: (ctx, rng) => {
-      const b = completionBody(ctx, rng, { ignore_eos: true, stream: true, stream_options: { include_usage: true } });
-      delete b.max_tokens;
-      return post(ctx, COMPLETIONS, b, (res, ctl) => checkStream(res, ctl, { ...b, max_tokens: ctx.contextTokens }));
+      const room = 4 + Math.floor(rng() * 28);
+      const prompt = Array.from({ length: ctx.contextTokens - room }, () => 10 + Math.floor(rng() * 1000));
+      const b = { model: ctx.model, prompt, ignore_eos: true, stream: true, stream_options: { include_usage: true } };
+      return post(ctx, COMPLETIONS, b, (res, ctl) => checkStream(res, ctl, { ...b, max_tokens: room }));
     } },
   { kind: 'get_health', path: '/health', weight: 5,
     run: (ctx) => getJson(ctx, '/health', jsonCheck((j) => j.status === 'ok', 'status is not ok')) },
