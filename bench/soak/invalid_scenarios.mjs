@@ -55,9 +55,9 @@ export const invalidScenarios = [
     chatWith(ctx, rng, { messages: [{ role: 'user', content: tooLongPrompt(ctx, rng) }] }, 400, ['messages'])),
   app('completion_prompt_too_long', COMPLETIONS, 1, (ctx, rng) =>
     postRaw(ctx, COMPLETIONS, JSON.stringify(completionBody(ctx, rng, { prompt: tooLongPrompt(ctx, rng) })), 400, ['prompt'])),
-  // The chat endpoint names the field the client sent or its newer alias.
+  // The error names the field the client sent (max_tokens, not its alias max_completion_tokens).
   app('max_tokens_over_context', CHAT, 2, (ctx, rng) =>
-    chatWith(ctx, rng, { max_tokens: ctx.contextTokens }, 400, ['max_tokens', 'max_completion_tokens'])),
+    chatWith(ctx, rng, { max_tokens: ctx.contextTokens }, 400, ['max_tokens'])),
   app('max_tokens_out_of_range', COMPLETIONS, 1, (ctx, rng) =>
     postRaw(ctx, COMPLETIONS, JSON.stringify(completionBody(ctx, rng, { max_tokens: 2 ** 40 })), 400, ['max_tokens'])),
   app('huge_nesting', CHAT, 1, (ctx) => postRaw(ctx, CHAT, `{"messages": ${nested(100000)}}`, 400)),
