@@ -2,8 +2,8 @@
 # Soak benchmark of `hichat serve` (a benchmark, not a CI test): starts the server on a model folder
 # and a free port, runs bench/soak_load.mjs against it (fixed concurrency, mixed valid, streamed,
 # invalid and aborted requests, RSS and /metrics sampled; at the end it sends SIGTERM with streams
-# open), then checks that the server drained and exited 0. Prints the load's table and one line per check; exits 1 if
-# any check failed.
+# open), then checks that the server drained and exited 0. Prints the load's table and one line per
+# check; exits 1 if any check failed.
 # Usage: bench/soak.sh [--build DIR] [--model DIR] [--duration-s 600] [--concurrency 16] [--api-key KEY]
 #                      [--seed N] [-- extra hichat serve flags]
 set -euo pipefail
