@@ -164,6 +164,7 @@ void parse_limits_and_options(Parser& p) {
     const char* max_name = p.field("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
     p.integer(max_name, max_tokens, 1, INT32_MAX);
     if (max_tokens > 0) p.out.max_tokens = static_cast<int>(max_tokens);
+    p.out.max_tokens_field = max_name;
     int64_t n = 1;
     p.integer("n", n, 1, 128);
     if (!p.failed() && n != 1) p.fail("n", "n other than 1 is not supported yet");

@@ -23,6 +23,7 @@ struct GenerationRequest {
     std::vector<int32_t> prompt_ids;                  // completions given token ids instead
     sampling::SamplingParams sampling;
     std::optional<int> max_tokens;                    // unset: as many as the context allows
+    std::string max_tokens_field = "max_tokens";      // the name the client gave it (for errors)
     std::vector<std::string> stop;
     bool stream = false;
     bool include_usage = false;                       // stream_options.include_usage

@@ -135,10 +135,10 @@ std::optional<ApiError> OpenAiService::check_lengths(const GenerationRequest& g,
     }
     const int room = context - num_prompt_tokens;
     if (g.max_tokens && *g.max_tokens > room) {
-        return bad_field(g.endpoint == Endpoint::kChatCompletions ? "max_completion_tokens" : "max_tokens",
-                         "max_tokens is " + std::to_string(*g.max_tokens) + " but only " + std::to_string(room) +
-                             " tokens fit after the " + std::to_string(num_prompt_tokens) +
-                             "-token prompt in the context of " + std::to_string(context));
+        return bad_field(g.max_tokens_field, g.max_tokens_field + " is " + std::to_string(*g.max_tokens) +
+                                                 " but only " + std::to_string(room) + " tokens fit after the " +
+                                                 std::to_string(num_prompt_tokens) + "-token prompt in the context of " +
+                                                 std::to_string(context));
     }
     max_tokens = g.max_tokens.value_or(room);
     return std::nullopt;

@@ -29,6 +29,16 @@ TEST(OpenAiRequest, ParsesAChatRequest) {
     EXPECT_EQ(g.user, "u");
 }
 
+// Length errors found later (prompt + max_tokens over the context) name the field the client sent.
+TEST(OpenAiRequest, RemembersWhichMaxTokensFieldWasSent) {
+    GenerationRequest g;
+    ASSERT_FALSE(parse_chat(R"({"messages":[{"role":"user","content":"x"}],"max_tokens":5})", g));
+    EXPECT_EQ(g.max_tokens_field, "max_tokens");
+    ASSERT_FALSE(parse_chat(R"({"messages":[{"role":"user","content":"x"}],"max_completion_tokens":5})", g));
+    EXPECT_EQ(g.max_tokens_field, "max_completion_tokens");
+    EXPECT_EQ(g.max_tokens, 5);
+}
+
 TEST(OpenAiRequest, CompletionPromptAsTextOrIds) {
     GenerationRequest g;
     ASSERT_FALSE(parse_generation_request(Endpoint::kCompletions, R"({"prompt":"hello"})", g));

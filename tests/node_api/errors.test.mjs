@@ -36,6 +36,10 @@ const cases = [
   ['max_tokens 0', '/v1/chat/completions', chat({ max_tokens: 0 }), 400, 'max_tokens'],
   ['max_tokens negative', '/v1/completions', JSON.stringify({ prompt: 'x', max_tokens: -5 }), 400, 'max_tokens'],
   ['max_tokens beyond the context', '/v1/completions', JSON.stringify({ prompt: 'x', max_tokens: 100000 }), 400, 'max_tokens'],
+  // The error names the field the client sent (it named max_completion_tokens for either; found by bench/soak.sh).
+  ['chat max_tokens beyond the context', '/v1/chat/completions', chat({ max_tokens: 100000 }), 400, 'max_tokens'],
+  ['chat max_completion_tokens beyond the context', '/v1/chat/completions', chat({ max_completion_tokens: 100000 }), 400,
+   'max_completion_tokens'],
   ['temperature NaN', '/v1/chat/completions', '{"messages":[{"role":"user","content":"hi"}],"temperature":NaN}', 400, ''],
   ['temperature negative', '/v1/chat/completions', chat({ temperature: -1 }), 400, 'temperature'],
   ['top_p out of range', '/v1/chat/completions', chat({ top_p: 1.5 }), 400, 'top_p'],
