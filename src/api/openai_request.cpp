@@ -60,30 +60,36 @@ struct Parser {
         dst = f;
     }
 
-    // An integer in [lo, hi]. Literals beyond 64 bits reach us as floats and are reported as such.
-    std::optional<uint64_t> raw_integer(const char* name, int64_t lo, uint64_t hi, bool& negative) {
+    // An integer in [lo, hi], as its 64 bits (a negative one in two's complement). Literals beyond 64
+    // bits reach us as floats: they get the range message, never a wrapped-around number.
+    std::optional<uint64_t> integer_bits(const char* name, int64_t lo, uint64_t hi) {
         const Json* v = field(name);
         if (v == nullptr) return std::nullopt;
         const std::string n = name;
         if (!v->is_number_integer()) {
-            const bool integral = v->is_number_float() && std::isfinite(v->get<double>()) &&
-                                  std::floor(v->get<double>()) == v->get<double>();
-            fail(n, integral ? range_message(n, lo, hi, v->dump()) : n + " must be an integer, got " + v->dump());
+            const double d = v->is_number_float() ? v->get<double>() : 0.0;
+            const bool beyond_64_bits = std::isfinite(d) && std::floor(d) == d && (d >= 0x1p64 || d < -0x1p63);
+            fail(n, beyond_64_bits ? range_message(n, lo, hi, v->dump()) : n + " must be an integer, got " + v->dump());
             return std::nullopt;
         }
-        negative = v->is_number_integer() && !v->is_number_unsigned() && v->get<int64_t>() < 0;
-        const uint64_t bits = negative ? static_cast<uint64_t>(v->get<int64_t>()) : v->get<uint64_t>();
-        const bool in_range = negative ? v->get<int64_t>() >= lo : lo <= 0 || bits >= static_cast<uint64_t>(lo);
-        if (!in_range || (!negative && bits > hi)) {
-            fail(n, range_message(n, lo, hi, negative ? std::to_string(v->get<int64_t>()) : std::to_string(bits)));
+        if (v->is_number_unsigned()) {
+            const auto u = v->get<uint64_t>();
+            if ((lo > 0 && u < static_cast<uint64_t>(lo)) || u > hi) {
+                fail(n, range_message(n, lo, hi, std::to_string(u)));
+                return std::nullopt;
+            }
+            return u;
+        }
+        const auto i = v->get<int64_t>();
+        if (i < lo || (i >= 0 && static_cast<uint64_t>(i) > hi)) {
+            fail(n, range_message(n, lo, hi, std::to_string(i)));
             return std::nullopt;
         }
-        return bits;
+        return static_cast<uint64_t>(i);
     }
 
     void integer(const char* name, int64_t& dst, int64_t lo, int64_t hi) {
-        bool negative = false;
-        if (auto bits = raw_integer(name, lo, static_cast<uint64_t>(hi), negative)) dst = static_cast<int64_t>(*bits);
+        if (auto bits = integer_bits(name, lo, static_cast<uint64_t>(hi))) dst = static_cast<int64_t>(*bits);
     }
 
     void boolean(const char* name, bool& dst) {
@@ -228,8 +234,7 @@ void parse_sampling(Parser& p) {
     p.integer("top_k", top_k, -1, 1 << 30);
     s.top_k = top_k < 0 ? 0 : static_cast<int>(top_k);
     // Any 64-bit integer, signed or not: a negative seed is taken modulo 2^64 (-1 is 2^64 - 1).
-    bool negative = false;
-    if (auto seed = p.raw_integer("seed", std::numeric_limits<int64_t>::min(), UINT64_MAX, negative)) s.seed = *seed;
+    if (auto seed = p.integer_bits("seed", std::numeric_limits<int64_t>::min(), UINT64_MAX)) s.seed = *seed;
 }
 
 void parse_limits_and_options(Parser& p) {

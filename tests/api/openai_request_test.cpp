@@ -134,6 +134,9 @@ TEST(OpenAiRequest, BigIntegersAreReportedAsWritten) {
     auto fraction = parse_extra(Endpoint::kCompletions, R"(,"max_tokens":2.5)");
     ASSERT_TRUE(fraction);
     EXPECT_EQ(fraction->message, "max_tokens must be an integer, got 2.5");
+    auto integral_float = parse_extra(Endpoint::kCompletions, R"(,"max_tokens":3.0)");
+    ASSERT_TRUE(integral_float);
+    EXPECT_EQ(integral_float->message, "max_tokens must be an integer, got 3.0");
 }
 
 // A seed is any 64-bit integer; negative ones are taken modulo 2^64.
