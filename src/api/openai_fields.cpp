@@ -24,7 +24,9 @@ bool is_boolean(const Json& v) { return v.is_boolean(); }
 bool is_none_or_auto(const Json& v) { return v == "none" || v == "auto"; }  // with no tools: no tool calls
 bool is_default_tier(const Json& v) { return v == "auto" || v == "default"; }  // HiChat has one tier
 bool is_text_only(const Json& v) { return v == Json::array({"text"}); }
-bool is_text_format(const Json& v) { return v.is_object() && v.size() == 1 && v.value("type", "") == "text"; }
+bool is_text_format(const Json& v) {  // {"type": "text"}; value() would throw on a non-string type
+    return v.is_object() && v.size() == 1 && v.begin().key() == "type" && *v.begin() == "text";
+}
 
 // The chat completions request body (OpenAI's schema as of 2025, plus HiChat's vLLM extensions).
 constexpr FieldRule kChatRules[] = {

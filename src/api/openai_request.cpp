@@ -242,9 +242,10 @@ void parse_limits_and_options(Parser& p) {
     const char* max_name = p.field("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
     p.integer(max_name, max_tokens, 1, INT32_MAX);
     if (max_tokens > 0) p.out.max_tokens = static_cast<int>(max_tokens);
-    int64_t n = 1;
-    p.integer("n", n, 1, 128);
-    if (!p.failed() && n != 1) p.fail(unsupported_field("n", "1"));
+    // n: one choice per request; any other integer is a feature HiChat does not have yet.
+    if (auto n = p.integer_bits("n", std::numeric_limits<int64_t>::min(), UINT64_MAX); n && *n != 1) {
+        p.fail(unsupported_field("n", "1"));
+    }
     int64_t priority = 0;
     p.integer("priority", priority, -1000000, 1000000);
     p.out.priority = static_cast<int>(priority);

@@ -102,6 +102,7 @@ TEST(OpenAiFields, RealisticRequestsForMissingFeaturesAreRefused) {
     const std::pair<const char*, const char*> chat[] = {
         {"response_format", R"({"type":"json_object"})"},
         {"response_format", R"({"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object"}}})"},
+        {"response_format", R"({"type":5})"},
         {"tools", R"([{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}])"},
         {"tool_choice", R"("required")"},
         {"tool_choice", R"({"type":"function","function":{"name":"f"}})"},
@@ -131,7 +132,12 @@ TEST(OpenAiFields, RealisticRequestsForMissingFeaturesAreRefused) {
         expect_unsupported(parse(Endpoint::kCompletions, std::string(",\"") + name + "\":" + value), name,
                            std::string(name) + "=" + value);
     }
-    expect_unsupported(parse(Endpoint::kChatCompletions, R"(,"n":2)"), "n", "n=2");
+    for (const char* n : {"2", "0", "-1", "1000"}) {
+        expect_unsupported(parse(Endpoint::kChatCompletions, std::string(R"(,"n":)") + n), "n", n);
+    }
+    auto fractional_n = parse(Endpoint::kCompletions, R"(,"n":1.5)");
+    ASSERT_TRUE(fractional_n);
+    EXPECT_EQ(fractional_n->message, "n must be an integer, got 1.5");
     expect_unsupported(parse(Endpoint::kChatCompletions, R"(,"stream_options":{"include_obfuscation":true})"),
                        "stream_options.include_obfuscation", "include_obfuscation");
 }
