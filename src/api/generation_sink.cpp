@@ -7,11 +7,32 @@ std::string finish_reason_text(engine::FinishReason reason) {
         case engine::FinishReason::kStop: return "stop";
         case engine::FinishReason::kLength: return "length";
         case engine::FinishReason::kContentFilter: return "content_filter";
-        case engine::FinishReason::kDeadline: return "deadline";
-        case engine::FinishReason::kCancelled: return "cancelled";
+        case engine::FinishReason::kDeadline:
+        case engine::FinishReason::kCancelled:
         case engine::FinishReason::kNone: break;
     }
     return "";
+}
+
+// 504 rather than 408: a 408 tells the client that it was too slow sending its request (HiChat's HTTP
+// layer answers the header and body timeouts so), while here the request arrived whole and the server
+// did not finish the generation in the time it allows; 504 is the status of "the part behind the
+// HTTP front end did not answer in time", as proxies in front of inference servers report it.
+std::optional<ApiError> finish_error(engine::FinishReason reason) {
+    if (reason == engine::FinishReason::kDeadline) {
+        return ApiError{.http_status = 504,
+                        .message = "the request did not finish within the server's request timeout "
+                                   "(--request-timeout-s)",
+                        .type = "server_error",
+                        .code = "request_timeout"};
+    }
+    if (reason == engine::FinishReason::kCancelled) {
+        return ApiError{.http_status = 503,
+                        .message = "the request was cancelled before it finished: the server is shutting down",
+                        .type = "server_error",
+                        .code = "server_shutting_down"};
+    }
+    return std::nullopt;
 }
 
 GenerationSink::GenerationSink(std::shared_ptr<ResponseWriter> writer, ResponseIds ids, bool stream,
@@ -32,13 +53,15 @@ GenerationSink::GenerationSink(std::shared_ptr<ResponseWriter> writer, ResponseI
 
 void GenerationSink::on_event(engine::TokenEvent event) {
     if (!event.token_ids.empty()) observe_token_timing();
-    if (event.finish != engine::FinishReason::kNone) annotate_access(event);  // before the response ends
+    const bool last = event.finish != engine::FinishReason::kNone;
+    const std::optional<ApiError> error = last ? finish_error(event.finish) : std::nullopt;
+    if (last) annotate_access(event, error);  // before the response ends
     if (stream_) {
-        write_stream(event);
+        write_stream(event, error);
     } else {
         text_ += event.text;
     }
-    if (event.finish != engine::FinishReason::kNone) finish(event);
+    if (last) finish(event, error);
 }
 
 void GenerationSink::observe_token_timing() {
@@ -50,31 +73,41 @@ void GenerationSink::observe_token_timing() {
 }
 
 // One chunk per generated token (its text may be empty while a character or a possible stop string
-// is held back), so that clients can measure inter-token latency.
-void GenerationSink::write_stream(const engine::TokenEvent& event) {
+// is held back), so that clients can measure inter-token latency. An error ends the stream with an
+// error event in place of the finish and usage chunks.
+void GenerationSink::write_stream(const engine::TokenEvent& event, const std::optional<ApiError>& error) {
     if (!event.token_ids.empty() || !event.text.empty()) {
         writer_->write(delta_chunk(delta_format_, event.text, first_chunk_));
         first_chunk_ = false;
     }
     if (event.finish == engine::FinishReason::kNone) return;
-    writer_->write(finish_chunk(ids_, finish_reason_text(event.finish)));
-    if (include_usage_) writer_->write(usage_chunk(ids_, {event.num_prompt_tokens, event.num_generated_tokens}));
+    if (error) {
+        writer_->write(error_chunk(*error));
+    } else {
+        writer_->write(finish_chunk(ids_, finish_reason_text(event.finish)));
+        if (include_usage_) writer_->write(usage_chunk(ids_, {event.num_prompt_tokens, event.num_generated_tokens}));
+    }
     writer_->write(kDoneChunk);
     writer_->finish();
 }
 
-void GenerationSink::annotate_access(const engine::TokenEvent& event) {
+// The access log (its status is the one the HTTP layer sent: 200 for a streamed error) gets, for an
+// error, its code in place of the finish reason.
+void GenerationSink::annotate_access(const engine::TokenEvent& event, const std::optional<ApiError>& error) {
     record_.num_tokens_prompt = event.num_prompt_tokens;
     record_.num_tokens_completion = event.num_generated_tokens;
     if (event.num_generated_tokens > 0) record_.ttft_ms = event.ttft_ms;
-    record_.finish_reason = finish_reason_text(event.finish);
+    record_.finish_reason = error ? error->code : finish_reason_text(event.finish);
     writer_->annotate(record_);
 }
 
-void GenerationSink::finish(const engine::TokenEvent& event) {
+void GenerationSink::finish(const engine::TokenEvent& event, const std::optional<ApiError>& error) {
     const auto now = std::chrono::steady_clock::now();
-    const std::string reason = finish_reason_text(event.finish);
-    if (!stream_) {
+    const std::string reason = error ? error->code : finish_reason_text(event.finish);
+    const int status = error && !stream_ ? error->http_status : 200;
+    if (!stream_ && error) {
+        writer_->send(status, "application/json", error->to_json(), {{"X-Request-Id", ids_.id}});
+    } else if (!stream_) {
         writer_->send(200, "application/json",
                       completion_body(ids_, text_, reason, {event.num_prompt_tokens, event.num_generated_tokens}),
                       {{"X-Request-Id", ids_.id}});

@@ -32,9 +32,9 @@ public:
     void on_event(engine::TokenEvent event) override;
 
 private:
-    void write_stream(const engine::TokenEvent& event);
-    void annotate_access(const engine::TokenEvent& event);  // the access-log fields, on the writer
-    void finish(const engine::TokenEvent& event);
+    void write_stream(const engine::TokenEvent& event, const std::optional<ApiError>& error);
+    void annotate_access(const engine::TokenEvent& event, const std::optional<ApiError>& error);  // on the writer
+    void finish(const engine::TokenEvent& event, const std::optional<ApiError>& error);
     void observe_token_timing();
 
     std::shared_ptr<ResponseWriter> writer_;
@@ -50,6 +50,15 @@ private:
     std::string text_;  // non-streamed responses
 };
 
+// The OpenAI finish_reason ("stop", "length", "content_filter") of a request the engine finished; empty
+// for the two ends that are not OpenAI finish reasons, kDeadline and kCancelled, which finish_error
+// turns into an error instead.
 std::string finish_reason_text(engine::FinishReason reason);
+
+// The error a request gets when the engine ends it without an answer: past its deadline
+// (--request-timeout-s): 504 "request_timeout"; cancelled by the server's shutdown: 503. nullopt for
+// the OpenAI finish reasons. A non-streamed request gets it as its HTTP response; a streamed one (its
+// 200 is already sent) as a last `data: {"error": ...}` event before `data: [DONE]`.
+std::optional<ApiError> finish_error(engine::FinishReason reason);
 
 }  // namespace hichat::api

@@ -1,15 +1,32 @@
 #include "api/openai_request.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <limits>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
 
+#include "api/openai_fields.h"
 #include "api/text_input.h"
 
 namespace hichat::api {
 namespace {
 
 using Json = nlohmann::json;
+
+std::string fmt(double d) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%g", d);
+    return buf;
+}
+
+// "must be in [lo, hi]" for an integer field; `got` is the value as the client wrote it.
+std::string range_message(const std::string& name, int64_t lo, uint64_t hi, const std::string& got) {
+    return name + " must be an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + got;
+}
 
 struct Parser {
     const Json& body;
@@ -20,33 +37,59 @@ struct Parser {
     void fail(std::string param, std::string message) {
         if (!error) error = bad_field(std::move(param), std::move(message));
     }
+    void fail(ApiError e) {
+        if (!error) error = std::move(e);
+    }
 
     const Json* field(const char* name) const {
         auto it = body.find(name);
         return it == body.end() || it->is_null() ? nullptr : &*it;
     }
 
-    void number(const char* name, float& dst, double lo, double hi) {
+    // A number in [lo, hi], or (lo, hi] when lo_open.
+    void number(const char* name, float& dst, double lo, double hi, bool lo_open = false) {
         const Json* v = field(name);
         if (v == nullptr) return;
         if (!v->is_number()) return fail(name, std::string(name) + " must be a number");
-        double d = v->get<double>();
-        if (!std::isfinite(d) || d < lo || d > hi) {
-            return fail(name, std::string(name) + " must be in [" + fmt(lo) + ", " + fmt(hi) + "], got " + v->dump());
+        const double d = v->get<double>();
+        const auto f = static_cast<float>(d);  // 1e-50 passes (0, 1] but is 0 as a float
+        if (!std::isfinite(d) || (lo_open ? d <= lo || f <= lo : d < lo) || d > hi) {
+            return fail(name, std::string(name) + " must be in " + (lo_open ? "(" : "[") + fmt(lo) + ", " + fmt(hi) +
+                                  "], got " + v->dump());
         }
-        dst = static_cast<float>(d);
+        dst = f;
+    }
+
+    // An integer in [lo, hi], as its 64 bits (a negative one in two's complement). Literals beyond 64
+    // bits reach us as floats: they get the range message, never a wrapped-around number.
+    std::optional<uint64_t> integer_bits(const char* name, int64_t lo, uint64_t hi) {
+        const Json* v = field(name);
+        if (v == nullptr) return std::nullopt;
+        const std::string n = name;
+        if (!v->is_number_integer()) {
+            const double d = v->is_number_float() ? v->get<double>() : 0.0;
+            const bool beyond_64_bits = std::isfinite(d) && std::floor(d) == d && (d >= 0x1p64 || d < -0x1p63);
+            fail(n, beyond_64_bits ? range_message(n, lo, hi, v->dump()) : n + " must be an integer, got " + v->dump());
+            return std::nullopt;
+        }
+        if (v->is_number_unsigned()) {
+            const auto u = v->get<uint64_t>();
+            if ((lo > 0 && u < static_cast<uint64_t>(lo)) || u > hi) {
+                fail(n, range_message(n, lo, hi, std::to_string(u)));
+                return std::nullopt;
+            }
+            return u;
+        }
+        const auto i = v->get<int64_t>();
+        if (i < lo || (i >= 0 && static_cast<uint64_t>(i) > hi)) {
+            fail(n, range_message(n, lo, hi, std::to_string(i)));
+            return std::nullopt;
+        }
+        return static_cast<uint64_t>(i);
     }
 
     void integer(const char* name, int64_t& dst, int64_t lo, int64_t hi) {
-        const Json* v = field(name);
-        if (v == nullptr) return;
-        if (!v->is_number_integer()) return fail(name, std::string(name) + " must be an integer");
-        auto i = v->get<int64_t>();
-        if (i < lo || i > hi) {
-            return fail(name, std::string(name) + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) +
-                                  "], got " + std::to_string(i));
-        }
-        dst = i;
+        if (auto bits = integer_bits(name, lo, static_cast<uint64_t>(hi))) dst = static_cast<int64_t>(*bits);
     }
 
     void boolean(const char* name, bool& dst) {
@@ -55,16 +98,38 @@ struct Parser {
         if (!v->is_boolean()) return fail(name, std::string(name) + " must be a boolean");
         dst = v->get<bool>();
     }
-
-    static std::string fmt(double d) {
-        std::string s = std::to_string(d);
-        s.erase(s.find_last_not_of('0') + 1);
-        if (!s.empty() && s.back() == '.') s.pop_back();
-        return s;
-    }
 };
 
-// "content" is a string or an array of {"type": "text", "text": ...} parts.
+// Content parts HiChat knows from the schema but does not implement yet.
+bool is_unsupported_part_type(const std::string& type) {
+    return type == "image_url" || type == "input_audio" || type == "file" || type == "refusal";
+}
+
+// One {"type": "text", "text": ...} part; keys outside the schema are ignored (and logged).
+std::optional<std::string> text_part(const Json& part, const std::string& param, Parser& p) {
+    if (!part.is_object()) {
+        p.fail(param, param + " must be an object");
+        return std::nullopt;
+    }
+    const auto type = part.find("type");
+    if (type != part.end() && type->is_string() && is_unsupported_part_type(type->get<std::string>())) {
+        ApiError e = unsupported_field(param, "");
+        e.message = param + " is a content part of type " + type->get<std::string>() +
+                    ", which HiChat does not support yet; only text parts are";
+        p.fail(std::move(e));
+        return std::nullopt;
+    }
+    if (type == part.end() || *type != "text" || !part.contains("text") || !part["text"].is_string()) {
+        p.fail(param, param + " must be {\"type\": \"text\", \"text\": string}");
+        return std::nullopt;
+    }
+    for (auto it = part.begin(); it != part.end(); ++it) {
+        if (it.key() != "type" && it.key() != "text") p.out.ignored_fields.push_back(param + "." + it.key());
+    }
+    return part["text"].get<std::string>();
+}
+
+// "content" is a string or an array of text parts.
 std::optional<std::string> message_content(const Json& content, const std::string& param, Parser& p) {
     if (content.is_string()) return content.get<std::string>();
     if (content.is_null()) return std::string();
@@ -74,15 +139,33 @@ std::optional<std::string> message_content(const Json& content, const std::strin
     }
     std::string text;
     for (size_t i = 0; i < content.size(); ++i) {
-        const Json& part = content[i];
-        const std::string part_param = param + "[" + std::to_string(i) + "]";
-        if (!part.is_object() || part.value("type", "") != "text" || !part.contains("text") || !part["text"].is_string()) {
-            p.fail(part_param, part_param + " must be {\"type\": \"text\", \"text\": string}; other parts are not supported");
-            return std::nullopt;
-        }
-        text += part["text"].get<std::string>();
+        auto part = text_part(content[i], param + "[" + std::to_string(i) + "]", p);
+        if (!part) return std::nullopt;
+        text += *part;
     }
     return text;
+}
+
+// The role of messages[i]: developer is system; tool (and the deprecated function) messages carry tool
+// results, which need tool calls, which HiChat does not implement yet.
+std::optional<std::string> message_role(const Json& m, const std::string& param, Parser& p) {
+    const std::string role_param = param + ".role";
+    if (!m.contains("role") || !m["role"].is_string()) {
+        p.fail(role_param, role_param + " must be a string");
+        return std::nullopt;
+    }
+    std::string role = m["role"].get<std::string>();
+    if (role == "tool" || role == "function") {
+        ApiError e = unsupported_field(role_param, "");
+        e.message = role_param + " \"" + role + "\" is not supported by HiChat yet (tool calls are not implemented)";
+        p.fail(std::move(e));
+        return std::nullopt;
+    }
+    if (role != "system" && role != "user" && role != "assistant" && role != "developer") {
+        p.fail(role_param, role_param + " must be system, developer, user or assistant");
+        return std::nullopt;
+    }
+    return role == "developer" ? "system" : role;
 }
 
 void parse_messages(Parser& p) {
@@ -93,14 +176,12 @@ void parse_messages(Parser& p) {
         const Json& m = (*messages)[i];
         const std::string param = "messages[" + std::to_string(i) + "]";
         if (!m.is_object()) return p.fail(param, param + " must be an object");
-        if (!m.contains("role") || !m["role"].is_string()) return p.fail(param + ".role", param + ".role must be a string");
-        std::string role = m["role"].get<std::string>();
-        if (role != "system" && role != "user" && role != "assistant" && role != "developer" && role != "tool") {
-            return p.fail(param + ".role", param + ".role must be system, developer, user, assistant or tool");
-        }
+        auto role = message_role(m, param, p);
+        if (!role) return;
+        if (auto e = check_fields(FieldScope::kMessage, m, param, p.out.ignored_fields)) return p.fail(std::move(*e));
         auto content = message_content(m.contains("content") ? m["content"] : Json(), param + ".content", p);
         if (!content) return;
-        p.out.messages.push_back({role == "developer" ? "system" : role, strip_control_chars(*content)});
+        p.out.messages.push_back({*role, strip_control_chars(*content)});
     }
 }
 
@@ -117,8 +198,8 @@ void parse_prompt(Parser& p) {
     }
     if (prompt->is_array() && !prompt->empty() && (*prompt)[0].is_number_integer()) {
         for (const Json& id : *prompt) {
-            if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > INT32_MAX) {
-                return p.fail("prompt", "prompt token ids must be non-negative integers");
+            if (!id.is_number_unsigned() || id.get<uint64_t>() > INT32_MAX) {
+                return p.fail("prompt", "prompt token ids must be integers in [0, 2147483647], got " + id.dump());
             }
             p.out.prompt_ids.push_back(id.get<int32_t>());
         }
@@ -144,8 +225,7 @@ void parse_stop(Parser& p) {
 void parse_sampling(Parser& p) {
     sampling::SamplingParams& s = p.out.sampling;
     p.number("temperature", s.temperature, 0.0, 2.0);
-    p.number("top_p", s.top_p, 0.0, 1.0);
-    if (!p.failed() && s.top_p == 0.0f) p.fail("top_p", "top_p must be in (0, 1]");
+    p.number("top_p", s.top_p, 0.0, 1.0, /*lo_open=*/true);
     p.number("min_p", s.min_p, 0.0, 1.0);
     p.number("presence_penalty", s.presence_penalty, -2.0, 2.0);
     p.number("frequency_penalty", s.frequency_penalty, -2.0, 2.0);
@@ -153,10 +233,8 @@ void parse_sampling(Parser& p) {
     int64_t top_k = 0;
     p.integer("top_k", top_k, -1, 1 << 30);
     s.top_k = top_k < 0 ? 0 : static_cast<int>(top_k);
-    if (const Json* seed = p.field("seed")) {
-        if (!seed->is_number_integer()) return p.fail("seed", "seed must be an integer");
-        s.seed = static_cast<uint64_t>(seed->get<int64_t>());
-    }
+    // Any 64-bit integer, signed or not: a negative seed is taken modulo 2^64 (-1 is 2^64 - 1).
+    if (auto seed = p.integer_bits("seed", std::numeric_limits<int64_t>::min(), UINT64_MAX)) s.seed = *seed;
 }
 
 void parse_limits_and_options(Parser& p) {
@@ -165,9 +243,10 @@ void parse_limits_and_options(Parser& p) {
     p.integer(max_name, max_tokens, 1, INT32_MAX);
     if (max_tokens > 0) p.out.max_tokens = static_cast<int>(max_tokens);
     p.out.max_tokens_field = max_name;
-    int64_t n = 1;
-    p.integer("n", n, 1, 128);
-    if (!p.failed() && n != 1) p.fail("n", "n other than 1 is not supported yet");
+    // n: one choice per request; any other integer is a feature HiChat does not have yet.
+    if (auto n = p.integer_bits("n", std::numeric_limits<int64_t>::min(), UINT64_MAX); n && *n != 1) {
+        p.fail(unsupported_field("n", "1"));
+    }
     int64_t priority = 0;
     p.integer("priority", priority, -1000000, 1000000);
     p.out.priority = static_cast<int>(priority);
@@ -175,6 +254,9 @@ void parse_limits_and_options(Parser& p) {
     p.boolean("ignore_eos", p.out.ignore_eos);
     if (const Json* opts = p.field("stream_options")) {
         if (!opts->is_object()) return p.fail("stream_options", "stream_options must be an object");
+        if (auto e = check_fields(FieldScope::kStreamOptions, *opts, "stream_options", p.out.ignored_fields)) {
+            return p.fail(std::move(*e));
+        }
         if (opts->contains("include_usage")) {
             if (!(*opts)["include_usage"].is_boolean()) {
                 return p.fail("stream_options.include_usage", "stream_options.include_usage must be a boolean");
@@ -211,9 +293,72 @@ std::string find_marked_field(const Json& j, const std::string& path) {
     return "";
 }
 
+// The deepest nesting of arrays and objects in `body`, scanning bytes (strings skipped) so that a body
+// nested too deep is refused before any tree is built. Stops counting once past `limit`.
+int json_depth(std::string_view body, int limit) {
+    int depth = 0, deepest = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < body.size() && deepest <= limit; ++i) {
+        const char c = body[i];
+        if (in_string) {
+            if (c == '\\') {
+                ++i;
+            } else if (c == '"') {
+                in_string = false;
+            }
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '[' || c == '{') {
+            deepest = std::max(deepest, ++depth);
+        } else if (c == ']' || c == '}') {
+            --depth;
+        }
+    }
+    return deepest;
+}
+
+// One line per request naming the keys outside the OpenAI schema (at most 16 names, each quoted and
+// cut to 64 bytes: the names come from the client).
+void log_ignored_fields(Endpoint endpoint, const std::vector<std::string>& fields) {
+    std::string names;
+    for (size_t i = 0; i < fields.size() && i < 16; ++i) {
+        if (i > 0) names += ", ";
+        names += Json(fields[i].substr(0, 64)).dump(-1, ' ', false, Json::error_handler_t::replace);
+    }
+    if (fields.size() > 16) names += " and " + std::to_string(fields.size() - 16) + " more";
+    // stderr, where `hichat serve` writes its other messages; not registered, so tests may make several.
+    static const auto logger =
+        std::make_shared<spdlog::logger>("api", std::make_shared<spdlog::sinks::stderr_sink_mt>());
+    logger->warn("{}: ignored request fields outside the OpenAI schema: {}",
+                 endpoint == Endpoint::kChatCompletions ? "/v1/chat/completions" : "/v1/completions", names);
+}
+
+std::optional<ApiError> parse_fields(Endpoint endpoint, const Json& json, GenerationRequest& out) {
+    const bool chat = endpoint == Endpoint::kChatCompletions;
+    if (auto e = check_fields(chat ? FieldScope::kChat : FieldScope::kCompletions, json, "", out.ignored_fields)) {
+        return e;
+    }
+    Parser p{json, out, std::nullopt};
+    if (chat) {
+        parse_messages(p);
+    } else {
+        parse_prompt(p);
+    }
+    if (!p.failed()) parse_stop(p);
+    if (!p.failed()) parse_sampling(p);
+    if (!p.failed()) parse_limits_and_options(p);
+    return p.error;
+}
+
 }  // namespace
 
 std::optional<ApiError> parse_generation_request(Endpoint endpoint, std::string body, GenerationRequest& out) {
+    if (json_depth(body, kMaxJsonDepth) > kMaxJsonDepth) {
+        ApiError e = bad_field("", "request body nests arrays and objects deeper than " +
+                                       std::to_string(kMaxJsonDepth) + " levels");
+        e.code = "json_too_deep";
+        return e;
+    }
     const bool had_invalid_utf8 = mark_invalid_utf8(body);
     Json json = Json::parse(body, nullptr, /*allow_exceptions=*/false);
     if (json.is_discarded()) return bad_field("", "request body is not valid JSON");
@@ -224,16 +369,9 @@ std::optional<ApiError> parse_generation_request(Endpoint endpoint, std::string 
     }
     out = GenerationRequest{};
     out.endpoint = endpoint;
-    Parser p{json, out, std::nullopt};
-    if (endpoint == Endpoint::kChatCompletions) {
-        parse_messages(p);
-    } else {
-        parse_prompt(p);
-    }
-    if (!p.failed()) parse_stop(p);
-    if (!p.failed()) parse_sampling(p);
-    if (!p.failed()) parse_limits_and_options(p);
-    return p.error;
+    auto error = parse_fields(endpoint, json, out);
+    if (!error && !out.ignored_fields.empty()) log_ignored_fields(endpoint, out.ignored_fields);
+    return error;
 }
 
 std::string ApiError::to_json() const {

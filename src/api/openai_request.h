@@ -30,9 +30,16 @@ struct GenerationRequest {
     bool ignore_eos = false;                          // vLLM extension, for benchmarks
     std::string user;
     int priority = 0;
+    std::vector<std::string> ignored_fields;          // keys outside the OpenAI schema, as params ("messages[0].x")
 };
 
-// Parses and validates a request body. `body` may contain invalid UTF-8 (reported by field).
+// Bodies nesting arrays and objects deeper than this are refused before they are parsed. A chat body
+// needs 5 levels (body, messages, message, content, part).
+inline constexpr int kMaxJsonDepth = 64;
+
+// Parses and validates a request body. `body` may contain invalid UTF-8 (reported by field). Every field
+// of the OpenAI schema is implemented, accepted as a no-op or refused by name (openai_fields.h); keys
+// outside the schema are listed in `out.ignored_fields` and named in one warning log line.
 std::optional<ApiError> parse_generation_request(Endpoint endpoint, std::string body, GenerationRequest& out);
 
 }  // namespace hichat::api

@@ -105,8 +105,6 @@ std::string usage_chunk(const ResponseIds& ids, const Usage& usage) {
     return sse(j);
 }
 
-std::string error_chunk(const std::string& message, const std::string& type) {
-    return sse(Json{{"error", {{"message", message}, {"type", type}, {"param", nullptr}, {"code", nullptr}}}});
-}
+std::string error_chunk(const ApiError& error) { return "data: " + error.to_json() + "\n\n"; }
 
 }  // namespace hichat::api

@@ -41,7 +41,7 @@ std::string finish_chunk(const ResponseIds& ids, const std::string& finish_reaso
 // The usage chunk of stream_options.include_usage (empty choices).
 std::string usage_chunk(const ResponseIds& ids, const Usage& usage);
 inline constexpr const char* kDoneChunk = "data: [DONE]\n\n";
-// An error inside an already started stream.
-std::string error_chunk(const std::string& message, const std::string& type);
+// An error inside an already started stream: "data: {"error": {...}}\n\n" (then kDoneChunk).
+std::string error_chunk(const ApiError& error);
 
 }  // namespace hichat::api

@@ -24,8 +24,9 @@ enum class FinishReason {
     kStop,           // EOS token or a stop string
     kLength,         // max_tokens or the context is full
     kContentFilter,  // the output filter matched
-    kCancelled,      // the client went away or cancelled
+    kCancelled,      // the client went away or cancelled (or the engine stopped)
     kDeadline,       // the request's deadline passed
+    // kCancelled and kDeadline are not OpenAI finish reasons: the API answers them with an error.
 };
 const char* finish_reason_name(FinishReason r);  // "stop", "length", "content_filter", ...
 

@@ -1,16 +1,24 @@
 #include "sampling/sampling_params.h"
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 namespace hichat::sampling {
 namespace {
 
+std::string fmt(float v) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%g", static_cast<double>(v));
+    return buf;
+}
+
+// "top_p must be in (0, 1], got 1.5": the same words as the API's checks of the same fields.
 Status check_range(const char* field, float v, float lo, float hi, bool lo_open) {
     bool ok = std::isfinite(v) && (lo_open ? v > lo : v >= lo) && v <= hi;
     if (ok) return ok_status();
-    return invalid_argument(std::string(field) + " must be in " + (lo_open ? "(" : "[") + std::to_string(lo) +
-                            ", " + std::to_string(hi) + "], got " + std::to_string(v));
+    return invalid_argument(std::string(field) + " must be in " + (lo_open ? "(" : "[") + fmt(lo) + ", " + fmt(hi) +
+                            "], got " + fmt(v));
 }
 
 }  // namespace

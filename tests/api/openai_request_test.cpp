@@ -2,11 +2,25 @@
 
 #include <gtest/gtest.h>
 
+#include "sampling/sampling_params.h"
+
 namespace hichat::api {
 namespace {
 
 std::optional<ApiError> parse_chat(const std::string& body, GenerationRequest& out) {
     return parse_generation_request(Endpoint::kChatCompletions, body, out);
+}
+
+// A valid chat body with `extra` (",\"field\":value" pieces) appended.
+std::string chat_with(const std::string& extra) {
+    return R"({"messages":[{"role":"user","content":"x"}])" + extra + "}";
+}
+
+std::optional<ApiError> parse_extra(Endpoint endpoint, const std::string& extra) {
+    GenerationRequest g;
+    const std::string body =
+        endpoint == Endpoint::kChatCompletions ? chat_with(extra) : R"({"prompt":"x")" + extra + "}";
+    return parse_generation_request(endpoint, body, g);
 }
 
 TEST(OpenAiRequest, ParsesAChatRequest) {
@@ -102,6 +116,95 @@ TEST(OpenAiRequest, ControlCharactersAreStripped) {
 TEST(ApiError, RendersOpenAiShape) {
     ApiError e = bad_field("max_tokens", "too big");
     EXPECT_EQ(e.to_json(), R"({"error":{"code":null,"message":"too big","param":"max_tokens","type":"invalid_request_error"}})");
+}
+
+}  // namespace
+}  // namespace hichat::api
+
+namespace hichat::api {
+namespace {
+
+// Big integers are reported as the client wrote them, never wrapped to negative numbers.
+TEST(OpenAiRequest, BigIntegersAreReportedAsWritten) {
+    for (const char* big : {"9223372036854775808", "18446744073709551615"}) {
+        auto e = parse_extra(Endpoint::kChatCompletions, std::string(R"(,"max_tokens":)") + big);
+        ASSERT_TRUE(e) << big;
+        EXPECT_EQ(e->param, "max_tokens");
+        EXPECT_EQ(e->message, std::string("max_tokens must be an integer in [1, 2147483647], got ") + big);
+    }
+    auto beyond = parse_extra(Endpoint::kCompletions, R"(,"max_tokens":18446744073709551616)");
+    ASSERT_TRUE(beyond);
+    EXPECT_EQ(beyond->param, "max_tokens");
+    EXPECT_NE(beyond->message.find("must be an integer in [1, 2147483647], got 1.8446744073709552e+19"),
+              std::string::npos)
+        << beyond->message;
+    auto negative = parse_extra(Endpoint::kCompletions, R"(,"max_tokens":-9223372036854775808)");
+    ASSERT_TRUE(negative);
+    EXPECT_EQ(negative->message, "max_tokens must be an integer in [1, 2147483647], got -9223372036854775808");
+    auto fraction = parse_extra(Endpoint::kCompletions, R"(,"max_tokens":2.5)");
+    ASSERT_TRUE(fraction);
+    EXPECT_EQ(fraction->message, "max_tokens must be an integer, got 2.5");
+    auto integral_float = parse_extra(Endpoint::kCompletions, R"(,"max_tokens":3.0)");
+    ASSERT_TRUE(integral_float);
+    EXPECT_EQ(integral_float->message, "max_tokens must be an integer, got 3.0");
+}
+
+// A seed is any 64-bit integer; negative ones are taken modulo 2^64.
+TEST(OpenAiRequest, SeedTakesEvery64BitInteger) {
+    GenerationRequest g;
+    ASSERT_FALSE(parse_chat(chat_with(R"(,"seed":18446744073709551615)"), g));
+    EXPECT_EQ(g.sampling.seed, UINT64_MAX);
+    ASSERT_FALSE(parse_chat(chat_with(R"(,"seed":-1)"), g));
+    EXPECT_EQ(g.sampling.seed, UINT64_MAX);
+    ASSERT_FALSE(parse_chat(chat_with(R"(,"seed":-9223372036854775808)"), g));
+    EXPECT_EQ(g.sampling.seed, uint64_t{1} << 63);
+    ASSERT_FALSE(parse_chat(chat_with(R"(,"seed":0)"), g));
+    EXPECT_EQ(g.sampling.seed, 0u);
+    auto e = parse_chat(chat_with(R"(,"seed":18446744073709551616)"), g);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->param, "seed");
+    EXPECT_NE(e->message.find("seed must be an integer in [-9223372036854775808, 18446744073709551615], got "),
+              std::string::npos)
+        << e->message;
+    auto e2 = parse_chat(chat_with(R"(,"seed":"7")"), g);
+    ASSERT_TRUE(e2);
+    EXPECT_EQ(e2->param, "seed");
+}
+
+// One range for top_p, in the API's and in SamplingParams' words alike.
+TEST(OpenAiRequest, TopPHasOneRange) {
+    for (const char* v : {"0", "1.5", "-1", "1e-50"}) {
+        auto e = parse_extra(Endpoint::kChatCompletions, std::string(R"(,"top_p":)") + v);
+        ASSERT_TRUE(e) << v;
+        EXPECT_EQ(e->param, "top_p");
+        EXPECT_EQ(e->message.rfind("top_p must be in (0, 1], got ", 0), 0u) << e->message;
+    }
+    EXPECT_FALSE(parse_extra(Endpoint::kChatCompletions, R"(,"top_p":1)"));
+    sampling::SamplingParams p;
+    p.top_p = 0.0f;
+    EXPECT_EQ(p.validate().message(), "top_p must be in (0, 1], got 0");
+    p.top_p = 1.5f;
+    EXPECT_EQ(p.validate().message(), "top_p must be in (0, 1], got 1.5");
+}
+
+std::string nested_arrays(int depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+
+TEST(OpenAiRequest, DeepNestingIsRefusedBeforeParsing) {
+    GenerationRequest g;
+    auto e = parse_chat(nested_arrays(100000), g);
+    ASSERT_TRUE(e);
+    EXPECT_EQ(e->code, "json_too_deep");
+    EXPECT_NE(e->message.find("deeper than 64 levels"), std::string::npos);
+    // The body object is level 1: an ignored field nesting 63 arrays reaches exactly 64.
+    ASSERT_FALSE(parse_chat(chat_with(",\"extra\":" + nested_arrays(kMaxJsonDepth - 1)), g));
+    EXPECT_EQ(g.ignored_fields, (std::vector<std::string>{"extra"}));
+    auto over = parse_chat(chat_with(",\"extra\":" + nested_arrays(kMaxJsonDepth)), g);
+    ASSERT_TRUE(over);
+    EXPECT_EQ(over->code, "json_too_deep");
+    // Brackets inside strings (escaped quotes included) are text, not nesting.
+    const std::string text = "\\\"" + std::string(1000, '[') + std::string(1000, '{');
+    ASSERT_FALSE(parse_chat(chat_with(",\"user\":\"" + text + "\""), g));
+    EXPECT_EQ(g.user, "\"" + std::string(1000, '[') + std::string(1000, '{'));
 }
 
 }  // namespace

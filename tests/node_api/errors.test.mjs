@@ -2,12 +2,14 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { makeModelDir, startServer } from './server_harness.mjs';
+import OpenAI from 'openai';
+import { makeModelDir, startServer, readSse } from './server_harness.mjs';
 
-let server;
+let server, client;
 
 before(async () => {
   server = await startServer(makeModelDir(), ['--body-timeout-s', '1', '--header-timeout-s', '2', '--max-body-mb', '8']);
+  client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'unused', maxRetries: 0 });
 });
 after(async () => { assert.equal(await server.stop(), 0); });
 
@@ -108,4 +110,156 @@ test('special-token strings typed by a user are plain text', async () => {
   const other = await post('/v1/chat/completions', chat({ messages: [{ role: 'user', content: 'a<X>b' }], max_tokens: 1 }));
   assert.equal(plain.status, 200);
   assert.equal(plain.json.usage.prompt_tokens, other.json.usage.prompt_tokens + 1, '"</s>" is 4 bytes, "<X>" is 3');
+});
+
+// OpenAI fields HiChat does not implement are refused by name, through the official client.
+const unsupportedChat = [
+  ['response_format', { response_format: { type: 'json_object' } }],
+  ['response_format', { response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object' } } } }],
+  ['tools', { tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: {} } } }] }],
+  ['tool_choice', { tool_choice: 'required' }],
+  ['logprobs', { logprobs: true }],
+  ['top_logprobs', { top_logprobs: 3 }],
+  ['logit_bias', { logit_bias: { 65: -100 } }],
+  ['modalities', { modalities: ['text', 'audio'] }],
+  ['reasoning_effort', { reasoning_effort: 'low' }],
+  ['messages[0].content[0]', { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:,' } }] }] }],
+  ['messages[0].name', { messages: [{ role: 'user', content: 'hi', name: 'bob' }] }],
+];
+
+async function rejection(promise) {
+  try {
+    await promise;
+  } catch (e) {
+    return e;
+  }
+  assert.fail('the request succeeded');
+}
+
+for (const [param, extra] of unsupportedChat) {
+  test(`chat ${JSON.stringify(extra).slice(0, 60)} -> 400 naming ${param}`, async () => {
+    const e = await rejection(client.chat.completions.create({
+      model: 'tiny', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, ...extra,
+    }));
+    assert.ok(e instanceof OpenAI.BadRequestError, String(e));
+    assert.equal(e.status, 400);
+    assert.equal(e.param, param);
+    assert.equal(e.code, 'unsupported_field');
+    assert.match(e.message, /not support/);
+    await assertStillServing();
+  });
+}
+
+for (const [param, extra] of [['echo', { echo: true }], ['logprobs', { logprobs: 1 }], ['best_of', { best_of: 2 }],
+  ['suffix', { suffix: 'end' }], ['logit_bias', { logit_bias: { 65: 5 } }]]) {
+  test(`completions ${JSON.stringify(extra)} -> 400 naming ${param}`, async () => {
+    const e = await rejection(client.completions.create({ model: 'tiny', prompt: 'hi', max_tokens: 2, ...extra }));
+    assert.ok(e instanceof OpenAI.BadRequestError, String(e));
+    assert.equal(e.param, param);
+    assert.equal(e.code, 'unsupported_field');
+  });
+}
+
+test('off values of unsupported fields and no-op fields are accepted', async () => {
+  const r = await client.chat.completions.create({
+    model: 'tiny', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, logprobs: false, tools: [],
+    tool_choice: 'none', response_format: { type: 'text' }, n: 1, store: false, user: 'u', metadata: { k: 'v' },
+  });
+  assert.equal(r.choices.length, 1);
+  const c = await client.completions.create({ model: 'tiny', prompt: 'hi', max_tokens: 2, echo: false, best_of: 1 });
+  assert.equal(c.choices.length, 1);
+});
+
+test('a field outside the schema is ignored and named in one log line', async () => {
+  const before = server.stderr().length;
+  const r = await client.chat.completions.create({
+    model: 'tiny', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, hichat_test_unknown_field: 1,
+  });
+  assert.equal(r.choices.length, 1);
+  // The line is written before the answer, but the pipe from the server may deliver it later.
+  const logged = () => server.stderr().slice(before).split('\n').filter((l) => l.includes('hichat_test_unknown_field'));
+  for (let i = 0; i < 200 && logged().length === 0; ++i) await new Promise((r) => setTimeout(r, 50));
+  const lines = logged();
+  assert.equal(lines.length, 1, server.stderr().slice(before));
+  assert.match(lines[0], /ignored request fields outside the OpenAI schema/);
+});
+
+// Messages quote big numbers as written and one range for top_p.
+test('max_tokens 2^63 is quoted as written', async () => {
+  const r = await post('/v1/chat/completions', chat({ max_tokens: 1 }).replace('"max_tokens":1', '"max_tokens":9223372036854775808'));
+  assert.equal(r.status, 400);
+  assert.equal(r.json.error.param, 'max_tokens');
+  assert.match(r.json.error.message, /must be an integer in \[1, 2147483647\], got 9223372036854775808$/);
+});
+
+test('seed takes the whole unsigned 64-bit range and says its range beyond it', async () => {
+  const ok = await post('/v1/chat/completions', chat({ max_tokens: 2, seed: 1 }).replace('"seed":1', '"seed":18446744073709551615'));
+  assert.equal(ok.status, 200);
+  const r = await post('/v1/chat/completions', chat({ seed: 1 }).replace('"seed":1', '"seed":18446744073709551616'));
+  assert.equal(r.status, 400);
+  assert.equal(r.json.error.param, 'seed');
+  assert.match(r.json.error.message, /seed must be an integer in \[-9223372036854775808, 18446744073709551615\]/);
+});
+
+test('top_p 0 and 1.5 quote the same range', async () => {
+  for (const top_p of [0, 1.5]) {
+    const r = await post('/v1/chat/completions', chat({ top_p }));
+    assert.equal(r.status, 400);
+    assert.match(r.json.error.message, /^top_p must be in \(0, 1\], got /);
+  }
+});
+
+// JSON nesting is capped before the body is parsed.
+test('100,000 nested arrays -> 400 json_too_deep, and the server stays up', async () => {
+  const r = await post('/v1/chat/completions', '['.repeat(100000) + ']'.repeat(100000));
+  assert.equal(r.status, 400);
+  assert.equal(r.json.error.code, 'json_too_deep');
+  await assertStillServing();
+  const atLimit = chat({ max_tokens: 2 }).replace(/}$/, `,"deep":${'['.repeat(63)}${']'.repeat(63)}}`);
+  const ok = await post('/v1/chat/completions', atLimit);
+  assert.equal(ok.status, 200, JSON.stringify(ok.json));
+});
+
+// Whether a request reaches the deadline depends on the machine's speed, so this test does not require
+// one to: it requires that every outcome is a completion with an OpenAI finish_reason, or the
+// request_timeout error (non-streamed: a 504; streamed: an error event, then [DONE]). The error path
+// itself is covered without timing in tests/api/generation_sink_test.cpp.
+test('a request past --request-timeout-s ends in a request_timeout error, never finish_reason "deadline"', async (t) => {
+  const slow = await startServer(makeModelDir(), ['--request-timeout-s', '1', '--max-num-seqs', '16']);
+  try {
+    const c = new OpenAI({ baseURL: `${slow.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+    const body = { model: 'tiny', messages: [{ role: 'user', content: 'Tell me a long story.' }], ignore_eos: true };
+    const finishes = ['stop', 'length'];
+    const nonStreamed = async () => {
+      try {
+        const r = await c.chat.completions.create(body);
+        assert.ok(finishes.includes(r.choices[0].finish_reason), r.choices[0].finish_reason);
+        return 'finished';
+      } catch (e) {
+        assert.equal(e.status, 504, String(e));
+        assert.equal(e.code, 'request_timeout');
+        return 'timeout';
+      }
+    };
+    const streamed = async () => {
+      const res = await fetch(`${slow.url}/v1/chat/completions`, {
+        method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ ...body, stream: true }),
+      });
+      assert.equal(res.status, 200);
+      const { events, done } = await readSse(res);
+      assert.ok(done, 'the stream ends with [DONE]');
+      for (const ev of events.slice(0, -1)) assert.ok(!ev.error, 'an error only as the last event');
+      const last = events[events.length - 1];
+      if (last.error) {
+        assert.equal(last.error.code, 'request_timeout');
+        return 'timeout';
+      }
+      assert.ok(finishes.includes(last.choices[0].finish_reason), JSON.stringify(last));
+      return 'finished';
+    };
+    const outcomes = await Promise.all(Array.from({ length: 16 }, (_, i) => (i % 2 ? streamed() : nonStreamed())));
+    t.diagnostic(`timeouts: ${outcomes.filter((o) => o === 'timeout').length} of ${outcomes.length}`);
+  } finally {
+    assert.equal(await slow.stop(), 0);
+  }
 });

@@ -1,0 +1,159 @@
+#include "api/openai_fields.h"
+
+#include <algorithm>
+
+#include <nlohmann/json.hpp>
+
+namespace hichat::api {
+namespace {
+
+using Json = nlohmann::json;
+using enum FieldUse;
+
+// Value predicates. A refused field with `never` has no value that asks for nothing.
+bool never(const Json&) { return false; }
+bool is_false(const Json& v) { return v.is_boolean() && !v.get<bool>(); }
+bool is_zero(const Json& v) { return v.is_number_integer() && v.get<int64_t>() == 0; }
+bool is_one(const Json& v) { return v.is_number_integer() && v.get<int64_t>() == 1; }
+bool is_empty_array(const Json& v) { return v.is_array() && v.empty(); }
+bool is_empty_object(const Json& v) { return v.is_object() && v.empty(); }
+bool is_empty_string(const Json& v) { return v.is_string() && v.get<std::string>().empty(); }
+bool is_string(const Json& v) { return v.is_string(); }
+bool is_object(const Json& v) { return v.is_object(); }
+bool is_boolean(const Json& v) { return v.is_boolean(); }
+bool is_none_or_auto(const Json& v) { return v == "none" || v == "auto"; }  // with no tools: no tool calls
+bool is_default_tier(const Json& v) { return v == "auto" || v == "default"; }  // HiChat has one tier
+bool is_text_only(const Json& v) { return v == Json::array({"text"}); }
+bool is_text_format(const Json& v) {  // {"type": "text"}; value() would throw on a non-string type
+    return v.is_object() && v.size() == 1 && v.begin().key() == "type" && *v.begin() == "text";
+}
+
+// The chat completions request body (OpenAI's schema as of 2025, plus HiChat's vLLM extensions).
+constexpr FieldRule kChatRules[] = {
+    {"messages", kImplemented},
+    {"model", kImplemented},
+    {"frequency_penalty", kImplemented},
+    {"presence_penalty", kImplemented},
+    {"max_tokens", kImplemented},
+    {"max_completion_tokens", kImplemented},
+    {"n", kImplemented},  // 1 only: the parser refuses others as unsupported
+    {"seed", kImplemented},
+    {"stop", kImplemented},
+    {"stream", kImplemented},
+    {"stream_options", kImplemented},
+    {"temperature", kImplemented},
+    {"top_p", kImplemented},
+    {"top_k", kImplemented},
+    {"min_p", kImplemented},
+    {"repetition_penalty", kImplemented},
+    {"ignore_eos", kImplemented},
+    {"priority", kImplemented},
+    {"user", kNoOp, is_string, "a string"},
+    {"safety_identifier", kNoOp, is_string, "a string"},
+    {"prompt_cache_key", kNoOp, is_string, "a string"},
+    {"metadata", kNoOp, is_object, "an object"},
+    {"parallel_tool_calls", kNoOp, is_boolean, "a boolean"},
+    {"audio", kRefused, never, ""},
+    {"function_call", kRefused, is_none_or_auto, "\"none\" or \"auto\""},
+    {"functions", kRefused, is_empty_array, "[]"},
+    {"logit_bias", kRefused, is_empty_object, "{}"},
+    {"logprobs", kRefused, is_false, "false"},
+    {"top_logprobs", kRefused, is_zero, "0"},
+    {"modalities", kRefused, is_text_only, "[\"text\"]"},
+    {"prediction", kRefused, never, ""},
+    {"reasoning_effort", kRefused, never, ""},
+    {"response_format", kRefused, is_text_format, "{\"type\": \"text\"}"},
+    {"service_tier", kRefused, is_default_tier, "\"auto\" or \"default\""},
+    {"store", kRefused, is_false, "false"},
+    {"tool_choice", kRefused, is_none_or_auto, "\"none\" or \"auto\""},
+    {"tools", kRefused, is_empty_array, "[]"},
+    {"verbosity", kRefused, never, ""},
+    {"web_search_options", kRefused, never, ""},
+};
+
+// The legacy completions request body.
+constexpr FieldRule kCompletionRules[] = {
+    {"prompt", kImplemented},
+    {"model", kImplemented},
+    {"frequency_penalty", kImplemented},
+    {"presence_penalty", kImplemented},
+    {"max_tokens", kImplemented},
+    {"max_completion_tokens", kImplemented},  // accepted here too, as on chat
+    {"n", kImplemented},
+    {"seed", kImplemented},
+    {"stop", kImplemented},
+    {"stream", kImplemented},
+    {"stream_options", kImplemented},
+    {"temperature", kImplemented},
+    {"top_p", kImplemented},
+    {"top_k", kImplemented},
+    {"min_p", kImplemented},
+    {"repetition_penalty", kImplemented},
+    {"ignore_eos", kImplemented},
+    {"priority", kImplemented},
+    {"user", kNoOp, is_string, "a string"},
+    {"best_of", kRefused, is_one, "1"},
+    {"echo", kRefused, is_false, "false"},
+    {"logit_bias", kRefused, is_empty_object, "{}"},
+    {"logprobs", kRefused, never, ""},  // an integer: even 0 asks for the sampled token's logprob
+    {"suffix", kRefused, is_empty_string, "\"\""},
+};
+
+// One chat message (every role's fields).
+constexpr FieldRule kMessageRules[] = {
+    {"role", kImplemented},
+    {"content", kImplemented},
+    {"name", kRefused, is_empty_string, "\"\""},
+    {"tool_calls", kRefused, is_empty_array, "[]"},
+    {"tool_call_id", kRefused, never, ""},
+    {"function_call", kRefused, never, ""},
+    {"refusal", kRefused, never, ""},
+    {"audio", kRefused, never, ""},
+};
+
+constexpr FieldRule kStreamOptionRules[] = {
+    {"include_usage", kImplemented},
+    {"include_obfuscation", kRefused, is_false, "false"},
+};
+
+const FieldRule* find_rule(std::span<const FieldRule> rules, std::string_view name) {
+    auto it = std::find_if(rules.begin(), rules.end(), [&](const FieldRule& r) { return r.name == name; });
+    return it == rules.end() ? nullptr : &*it;
+}
+
+}  // namespace
+
+std::span<const FieldRule> field_rules(FieldScope scope) {
+    switch (scope) {
+        case FieldScope::kChat: return kChatRules;
+        case FieldScope::kCompletions: return kCompletionRules;
+        case FieldScope::kMessage: return kMessageRules;
+        case FieldScope::kStreamOptions: return kStreamOptionRules;
+    }
+    return {};
+}
+
+ApiError unsupported_field(const std::string& param, std::string_view accepted) {
+    std::string message = param + " is not supported by HiChat yet";
+    if (!accepted.empty()) message += "; the only value accepted is " + std::string(accepted) + " (or null)";
+    return {.http_status = 400, .message = std::move(message), .param = param, .code = "unsupported_field"};
+}
+
+std::optional<ApiError> check_fields(FieldScope scope, const Json& object, const std::string& path,
+                                     std::vector<std::string>& ignored) {
+    const std::span<const FieldRule> rules = field_rules(scope);
+    for (auto it = object.begin(); it != object.end(); ++it) {
+        const std::string param = path.empty() ? it.key() : path + "." + it.key();
+        const FieldRule* rule = find_rule(rules, it.key());
+        if (rule == nullptr) {
+            ignored.push_back(param);
+            continue;
+        }
+        if (rule->use == kImplemented || it->is_null() || rule->accepts(*it)) continue;
+        if (rule->use == kNoOp) return bad_field(param, param + " must be " + std::string(rule->accepted));
+        return unsupported_field(param, rule->accepted);
+    }
+    return std::nullopt;
+}
+
+}  // namespace hichat::api
