@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli_args.h"
+#include "command_line.h"
 #include "executor/runner_factory.h"
 #include "model/checkpoint.h"
 #include "sampling/rng.h"
@@ -49,24 +49,41 @@ Result<std::vector<int>> parse_batches(const std::string& text) {
     return out;
 }
 
-Result<BenchOptions> parse_options(const std::vector<std::string>& args) {
-    auto flags = CliArgs::parse(args, {"model", "input-len", "output-len", "batch", "threads", "repeat", "device"},
-                                {"no-overlap"});
-    HICHAT_RETURN_IF_ERROR(flags.status());
+// One flag per row.
+// clang-format off
+constexpr FlagSpec kFlags[] = {
+    {.name = "model", .value_name = "DIR", .help = "model folder (config.json, *.safetensors)", .required = true},
+    {.name = "input-len", .kind = FlagKind::kInt, .value_name = "N", .default_value = "128",
+     .help = "random prompt ids per sequence", .min = 1, .max = 1 << 20},
+    {.name = "output-len", .kind = FlagKind::kInt, .value_name = "N", .default_value = "32",
+     .help = "tokens decoded per sequence (greedy, no EOS)", .min = 1, .max = 1 << 20},
+    {.name = "batch", .value_name = "B[,B...]", .default_value = "1",
+     .help = "sequences run together; a list gives one line per batch size, each in [1, 4096]"},
+    {.name = "threads", .kind = FlagKind::kInt, .value_name = "N", .default_value = "0",
+     .help = "CPU compute threads, at most 4 per online core; 0: all cores", .min = 0, .max = 1024,
+     .max_per_online_core = 4},
+    {.name = "repeat", .kind = FlagKind::kInt, .value_name = "R", .default_value = "3",
+     .help = "timed runs per batch size; the median is reported", .min = 1, .max = 100},
+    {.name = "device", .value_name = "auto|cpu|cuda", .default_value = "auto",
+     .help = "where the model runs; auto: CUDA when a device is present"},
+    {.name = "no-overlap", .kind = FlagKind::kBool,
+     .help = "collect each decode step's ids before submitting the next (default: pipelined)"},
+};
+// clang-format on
+
+Result<BenchOptions> parse_options(const CliArgs& flags) {
     BenchOptions o;
-    auto dir = flags->required("model");
-    auto input_len = flags->get_int("input-len", 128, 1, 1 << 20);
-    auto output_len = flags->get_int("output-len", 32, 1, 1 << 20);
-    auto batches = parse_batches(flags->get("batch", "1"));
+    auto input_len = flags.get_int("input-len");
+    auto output_len = flags.get_int("output-len");
+    auto batches = parse_batches(flags.get("batch"));
     HICHAT_RETURN_IF_ERROR(batches.status());
-    auto threads = flags->get_int("threads", 0, 0, 1024);
-    auto repeat = flags->get_int("repeat", 3, 1, 100);
-    for (const Status* s : {&dir.status(), &input_len.status(), &output_len.status(),
-                            &threads.status(), &repeat.status()}) {
+    auto threads = flags.get_int("threads");
+    auto repeat = flags.get_int("repeat");
+    for (const Status* s : {&input_len.status(), &output_len.status(), &threads.status(), &repeat.status()}) {
         HICHAT_RETURN_IF_ERROR(*s);
     }
-    o.model_dir = *dir;
-    auto device = executor::parse_device_kind(flags->get("device", "auto"));
+    o.model_dir = flags.get("model");
+    auto device = executor::parse_device_kind(flags.get("device"));
     HICHAT_RETURN_IF_ERROR(device.status());
     o.device = *device;
     o.input_len = static_cast<int>(*input_len);
@@ -74,7 +91,7 @@ Result<BenchOptions> parse_options(const std::vector<std::string>& args) {
     o.batches = *batches;
     o.num_threads = static_cast<int>(*threads);
     o.repeat = static_cast<int>(*repeat);
-    o.overlap = !flags->has("no-overlap");
+    o.overlap = !flags.has("no-overlap");
     return o;
 }
 
@@ -177,8 +194,8 @@ nlohmann::json measure(executor::ModelRunner& runner, const BenchOptions& opts, 
     };
 }
 
-Status run(const std::vector<std::string>& args) {
-    auto opts = parse_options(args);
+Status run(const CliArgs& flags) {
+    auto opts = parse_options(flags);
     HICHAT_RETURN_IF_ERROR(opts.status());
     auto checkpoint = model::Checkpoint::open(opts->model_dir);
     HICHAT_RETURN_IF_ERROR(checkpoint.status());
@@ -215,13 +232,29 @@ Status run(const std::vector<std::string>& args) {
     return ok_status();
 }
 
-}  // namespace
-
-int bench_engine_main(const std::vector<std::string>& args) {
-    Status s = run(args);
+int bench_engine_main(const CliArgs& flags) {
+    Status s = run(flags);
     if (s.ok()) return 0;
     std::fprintf(stderr, "hichat bench engine: %s\n", s.message().c_str());
     return 2;
+}
+
+}  // namespace
+
+const Command& bench_engine_command() {
+    static const Command command{
+        .name = "bench engine",
+        .summary = "time prefill and decode of random prompts on the runner alone (no server)",
+        .details =
+            "B sequences of random ids are prefilled together, then decoded together greedily. Prints a\n"
+            "table and one JSON line per batch size (median of the repeats).\n",
+        .flags = kFlags,
+        .run = bench_engine_main};
+    return command;
+}
+
+int bench_engine_main(const std::vector<std::string>& args) {
+    return run_command(bench_engine_command(), args);
 }
 
 }  // namespace hichat::tools

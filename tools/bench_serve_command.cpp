@@ -9,7 +9,6 @@
 #include "bench/benchmark_report.h"
 #include "bench/completion_request.h"
 #include "bench/load_generator.h"
-#include "cli_args.h"
 
 namespace hichat::tools {
 namespace {
@@ -24,36 +23,62 @@ struct BenchServeOptions {
     std::string result_file;  // empty: do not write
 };
 
+// One flag per row.
+// clang-format off
+constexpr FlagSpec kFlags[] = {
+    {.name = "url", .value_name = "http://HOST:PORT", .help = "the server to load", .required = true},
+    {.name = "model", .value_name = "NAME", .help = "the model name sent in each request", .required = true},
+    {.name = "input-len", .kind = FlagKind::kInt, .value_name = "N", .default_value = "128",
+     .help = "random prompt ids per request", .min = 1, .max = 1 << 20},
+    {.name = "output-len", .kind = FlagKind::kInt, .value_name = "N", .default_value = "128",
+     .help = "max_tokens of each request (ignore_eos)", .min = 1, .max = 1 << 20},
+    {.name = "num-prompts", .kind = FlagKind::kInt, .value_name = "N", .default_value = "100",
+     .help = "requests to send", .min = 1, .max = 1 << 24},
+    {.name = "max-concurrency", .kind = FlagKind::kInt, .value_name = "C", .help = "requests in flight at most",
+     .min = 1, .max = 1 << 24, .default_note = "--num-prompts"},
+    {.name = "request-rate", .value_name = "R|inf", .default_value = "inf",
+     .help = "Poisson arrivals at R requests/s; inf: all at once"},
+    {.name = "seed", .kind = FlagKind::kUnsigned, .value_name = "S", .help = "seed of the prompts and arrivals",
+     .default_note = "0"},
+    {.name = "vocab-size", .kind = FlagKind::kInt, .value_name = "V", .default_value = "256",
+     .help = "prompt ids are drawn from [0, V)", .min = 1, .max = 1 << 30},
+    {.name = "api-key", .value_name = "KEY", .help = "sent as Authorization: Bearer KEY"},
+    {.name = "endpoint", .value_name = "PATH", .default_value = "/v1/completions",
+     .help = "must accept a /v1/completions body"},
+    {.name = "result-file", .value_name = "FILE", .help = "append the JSON line to FILE"},
+};
+// clang-format on
+
 Result<double> parse_rate(const CliArgs& flags) {
-    if (flags.get("request-rate", "inf") == "inf") return 0.0;
-    return flags.get_double("request-rate", 0, 1e-6, 1e9);
+    const std::string text = flags.get("request-rate");
+    if (text == "inf") return 0.0;
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (end == text.c_str() || *end != '\0' || !(v >= 1e-6 && v <= 1e9)) {
+        return invalid_argument("--request-rate must be inf or a number of requests/s in [1e-6, 1e9], got '" +
+                                text + "'");
+    }
+    return v;
 }
 
-Result<BenchServeOptions> parse_options(const std::vector<std::string>& args) {
-    auto flags = CliArgs::parse(args,
-                                {"url", "model", "input-len", "output-len", "num-prompts", "max-concurrency",
-                                 "request-rate", "seed", "vocab-size", "api-key", "endpoint", "result-file"},
-                                {});
-    HICHAT_RETURN_IF_ERROR(flags.status());
-    auto url = flags->required("url");
-    auto model = flags->required("model");
-    auto input_len = flags->get_int("input-len", 128, 1, 1 << 20);
-    auto output_len = flags->get_int("output-len", 128, 1, 1 << 20);
-    auto num_prompts = flags->get_int("num-prompts", 100, 1, 1 << 24);
-    auto rate = parse_rate(*flags);
-    auto seed = flags->get_optional_u64("seed");
-    auto vocab = flags->get_int("vocab-size", 256, 1, 1 << 30);
-    for (const Status* s : {&url.status(), &model.status(), &input_len.status(), &output_len.status(),
-                            &num_prompts.status(), &rate.status(), &seed.status(), &vocab.status()}) {
+Result<BenchServeOptions> parse_options(const CliArgs& flags) {
+    auto input_len = flags.get_int("input-len");
+    auto output_len = flags.get_int("output-len");
+    auto num_prompts = flags.get_int("num-prompts");
+    auto rate = parse_rate(flags);
+    auto seed = flags.get_optional_u64("seed");
+    auto vocab = flags.get_int("vocab-size");
+    for (const Status* s : {&input_len.status(), &output_len.status(), &num_prompts.status(), &rate.status(),
+                            &seed.status(), &vocab.status()}) {
         HICHAT_RETURN_IF_ERROR(*s);
     }
-    auto concurrency = flags->get_int("max-concurrency", *num_prompts, 1, 1 << 24);
+    auto concurrency = flags.get_int("max-concurrency", *num_prompts);
     HICHAT_RETURN_IF_ERROR(concurrency.status());
     BenchServeOptions o;
     BenchmarkSettings& s = o.settings;
-    s.base_url = *url;
-    s.endpoint = flags->get("endpoint", "/v1/completions");
-    s.model = *model;
+    s.base_url = flags.get("url");
+    s.endpoint = flags.get("endpoint");
+    s.model = flags.get("model");
     s.num_prompts = static_cast<int>(*num_prompts);
     s.input_len = static_cast<int>(*input_len);
     s.output_len = static_cast<int>(*output_len);
@@ -64,8 +89,8 @@ Result<BenchServeOptions> parse_options(const std::vector<std::string>& args) {
     HICHAT_RETURN_IF_ERROR(target.status());
     o.target = *target;
     o.vocab_size = static_cast<int>(*vocab);
-    o.api_key = flags->get("api-key", "");
-    o.result_file = flags->get("result-file", "");
+    o.api_key = flags.get("api-key");
+    o.result_file = flags.get("result-file");
     return o;
 }
 
@@ -126,8 +151,8 @@ Status append_line(const std::string& path, const std::string& text) {
     return ok_status();
 }
 
-Result<int> run(const std::vector<std::string>& args) {
-    auto opts = parse_options(args);
+Result<int> run(const CliArgs& flags) {
+    auto opts = parse_options(flags);
     HICHAT_RETURN_IF_ERROR(opts.status());
     if (const char* commit = std::getenv("HICHAT_COMMIT")) opts->settings.commit = commit;
     const std::vector<LoadRequest> requests = build_requests(*opts);
@@ -151,13 +176,27 @@ Result<int> run(const std::vector<std::string>& args) {
     return report.num_completed > 0 ? 0 : 1;
 }
 
-}  // namespace
-
-int bench_serve_main(const std::vector<std::string>& args) {
-    Result<int> code = run(args);
+int bench_serve_main(const CliArgs& flags) {
+    Result<int> code = run(flags);
     if (code.ok()) return *code;
     std::fprintf(stderr, "hichat bench serve: %s\n", code.status().message().c_str());
     return 2;
+}
+
+}  // namespace
+
+const Command& bench_serve_command() {
+    static const Command command{
+        .name = "bench serve",
+        .summary = "load an OpenAI-compatible server with streamed completions, report as vllm bench serve",
+        .details =
+            "Prompts are arrays of random token ids (exact lengths, no client tokenizer). One untimed test\n"
+            "request first. Prints a table, then one JSON line (HICHAT_COMMIT from the environment goes\n"
+            "into it). Exit 0: at least one request succeeded; 1: none did; 2: bad flags or a failed\n"
+            "test request.\n",
+        .flags = kFlags,
+        .run = bench_serve_main};
+    return command;
 }
 
 }  // namespace hichat::tools

@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstdio>
 
-#include "cli_args.h"
 #include "executor/cpu_runner.h"
 #include "executor/runner_factory.h"
 #include "model/checkpoint.h"
@@ -28,34 +27,55 @@ struct GenerateOptions {
     sampling::SamplingParams sampling;
 };
 
-Result<GenerateOptions> parse_options(const std::vector<std::string>& args) {
-    auto flags = CliArgs::parse(args,
-                                {"model", "prompt", "max-tokens", "temperature", "top-p", "top-k", "min-p",
-                                 "repetition-penalty", "seed", "threads", "device"},
-                                {"ignore-eos"});
-    HICHAT_RETURN_IF_ERROR(flags.status());
+// One flag per row.
+// clang-format off
+constexpr FlagSpec kFlags[] = {
+    {.name = "model", .value_name = "DIR", .help = "model folder (config.json, *.safetensors, tokenizer)",
+     .required = true},
+    {.name = "prompt", .value_name = "TEXT", .help = "the text to continue (no chat template)", .required = true},
+    {.name = "max-tokens", .kind = FlagKind::kInt, .value_name = "N", .default_value = "128",
+     .help = "tokens to generate at most", .min = 1, .max = 1 << 20},
+    {.name = "temperature", .kind = FlagKind::kNumber, .value_name = "T", .default_value = "1",
+     .help = "sampling temperature; 0: greedy", .min = 0, .max = 100},
+    {.name = "top-p", .kind = FlagKind::kNumber, .value_name = "P", .default_value = "1",
+     .help = "nucleus sampling: keep the most likely tokens up to this probability mass", .min = 0, .max = 1},
+    {.name = "top-k", .kind = FlagKind::kInt, .value_name = "K", .default_value = "0",
+     .help = "keep the K most likely tokens; 0: all", .min = 0, .max = 1 << 30},
+    {.name = "min-p", .kind = FlagKind::kNumber, .value_name = "P", .default_value = "0",
+     .help = "drop tokens less likely than P times the most likely one", .min = 0, .max = 1},
+    {.name = "repetition-penalty", .kind = FlagKind::kNumber, .value_name = "R", .default_value = "1",
+     .help = "penalize tokens already seen (as transformers does); 1: off", .min = 0, .max = 10},
+    {.name = "seed", .kind = FlagKind::kUnsigned, .value_name = "S",
+     .help = "sampling seed, for reproducible output", .default_note = "from the clock"},
+    {.name = "threads", .kind = FlagKind::kInt, .value_name = "N", .default_value = "0",
+     .help = "CPU compute threads, at most 4 per online core; 0: all cores", .min = 0, .max = 1024,
+     .max_per_online_core = 4},
+    {.name = "device", .value_name = "auto|cpu|cuda", .default_value = "auto",
+     .help = "where the model runs; auto: CUDA when a device is present"},
+    {.name = "ignore-eos", .kind = FlagKind::kBool, .help = "keep generating past the end-of-sequence token"},
+};
+// clang-format on
+
+Result<GenerateOptions> parse_options(const CliArgs& flags) {
     GenerateOptions o;
-    auto dir = flags->required("model");
-    HICHAT_RETURN_IF_ERROR(dir.status());
-    o.model_dir = *dir;
-    if (!flags->has("prompt")) return invalid_argument("--prompt is required");
-    o.prompt = flags->get("prompt", "");
-    auto max_tokens = flags->get_int("max-tokens", 128, 1, 1 << 20);
-    auto threads = flags->get_int("threads", 0, 0, 1024);
-    auto temperature = flags->get_double("temperature", 1.0, 0.0, 100.0);
-    auto top_p = flags->get_double("top-p", 1.0, 0.0, 1.0);
-    auto top_k = flags->get_int("top-k", 0, 0, 1 << 30);
-    auto min_p = flags->get_double("min-p", 0.0, 0.0, 1.0);
-    auto repetition = flags->get_double("repetition-penalty", 1.0, 0.0, 10.0);
-    auto seed = flags->get_optional_u64("seed");
+    o.model_dir = flags.get("model");
+    o.prompt = flags.get("prompt");
+    auto max_tokens = flags.get_int("max-tokens");
+    auto threads = flags.get_int("threads");
+    auto temperature = flags.get_double("temperature");
+    auto top_p = flags.get_double("top-p");
+    auto top_k = flags.get_int("top-k");
+    auto min_p = flags.get_double("min-p");
+    auto repetition = flags.get_double("repetition-penalty");
+    auto seed = flags.get_optional_u64("seed");
     for (const Status* s : {&max_tokens.status(), &threads.status(), &temperature.status(), &top_p.status(),
                             &top_k.status(), &min_p.status(), &repetition.status(), &seed.status()}) {
         HICHAT_RETURN_IF_ERROR(*s);
     }
     o.max_tokens = static_cast<int>(*max_tokens);
     o.num_threads = static_cast<int>(*threads);
-    o.ignore_eos = flags->has("ignore-eos");
-    auto device = executor::parse_device_kind(flags->get("device", "auto"));
+    o.ignore_eos = flags.has("ignore-eos");
+    auto device = executor::parse_device_kind(flags.get("device"));
     HICHAT_RETURN_IF_ERROR(device.status());
     o.device = *device;
     o.sampling.temperature = static_cast<float>(*temperature);
@@ -70,8 +90,8 @@ Result<GenerateOptions> parse_options(const std::vector<std::string>& args) {
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-Status run(const std::vector<std::string>& args) {
-    auto opts = parse_options(args);
+Status run(const CliArgs& flags) {
+    auto opts = parse_options(flags);
     HICHAT_RETURN_IF_ERROR(opts.status());
     auto checkpoint = model::Checkpoint::open(opts->model_dir);
     HICHAT_RETURN_IF_ERROR(checkpoint.status());
@@ -138,13 +158,21 @@ Status run(const std::vector<std::string>& args) {
     return ok_status();
 }
 
-}  // namespace
-
-int generate_main(const std::vector<std::string>& args) {
-    Status s = run(args);
+int generate_main(const CliArgs& flags) {
+    Status s = run(flags);
     if (s.ok()) return 0;
     std::fprintf(stderr, "hichat generate: %s\n", s.message().c_str());
     return 2;
+}
+
+}  // namespace
+
+const Command& generate_command() {
+    static const Command command{.name = "generate",
+                                 .summary = "continue a prompt, streamed to stdout (tokens/s on stderr)",
+                                 .flags = kFlags,
+                                 .run = generate_main};
+    return command;
 }
 
 }  // namespace hichat::tools

@@ -1,10 +1,11 @@
 #pragma once
-#include <string>
-#include <vector>
+
+#include "command.h"
 
 namespace hichat::tools {
-// `hichat generate --model DIR --prompt TEXT [--max-tokens N] [--temperature T] [--top-p P] [--top-k K]
-//  [--min-p P] [--seed S] [--threads N] [--ignore-eos]`: streams the continuation to stdout, then prints
-// prompt and generation tokens/s to stderr. Returns the process exit code.
-int generate_main(const std::vector<std::string>& args);
+
+// `hichat generate --model DIR --prompt TEXT [...]`: streams the continuation to stdout, then prints
+// prompt and generation tokens/s to stderr.
+const Command& generate_command();
+
 }  // namespace hichat::tools

@@ -4,7 +4,6 @@
 #include <fstream>
 #include <sstream>
 
-#include "cli_args.h"
 #include "executor/cpu_runner.h"
 #include "executor/runner_factory.h"
 #include "model/checkpoint.h"
@@ -38,29 +37,36 @@ Status write_floats(const std::string& path, const std::vector<float>& values) {
     return ok_status();
 }
 
-Status run(const std::vector<std::string>& args) {
-    auto flags = CliArgs::parse(args, {"model", "ids", "out", "threads", "device"}, {});
-    HICHAT_RETURN_IF_ERROR(flags.status());
-    auto dir = flags->required("model");
-    HICHAT_RETURN_IF_ERROR(dir.status());
-    auto ids_text = flags->required("ids");
-    HICHAT_RETURN_IF_ERROR(ids_text.status());
-    auto out_path = flags->required("out");
-    HICHAT_RETURN_IF_ERROR(out_path.status());
-    auto threads = flags->get_int("threads", 0, 0, 1024);
+// One flag per row.
+// clang-format off
+constexpr FlagSpec kFlags[] = {
+    {.name = "model", .value_name = "DIR", .help = "model folder (config.json, *.safetensors)", .required = true},
+    {.name = "ids", .value_name = "1,2,3", .help = "the token ids to score, comma-separated", .required = true},
+    {.name = "out", .value_name = "FILE", .help = "where the float32 logits go", .required = true},
+    {.name = "threads", .kind = FlagKind::kInt, .value_name = "N", .default_value = "0",
+     .help = "CPU compute threads, at most 4 per online core; 0: all cores", .min = 0, .max = 1024,
+     .max_per_online_core = 4},
+    {.name = "device", .value_name = "auto|cpu|cuda", .default_value = "auto",
+     .help = "where the model runs; auto: CUDA when a device is present"},
+};
+// clang-format on
+
+Status run(const CliArgs& flags) {
+    const std::string dir = flags.get("model"), ids_text = flags.get("ids"), out_path = flags.get("out");
+    auto threads = flags.get_int("threads");
     HICHAT_RETURN_IF_ERROR(threads.status());
 
-    auto checkpoint = model::Checkpoint::open(*dir);
+    auto checkpoint = model::Checkpoint::open(dir);
     HICHAT_RETURN_IF_ERROR(checkpoint.status());
     const model::ModelConfig& cfg = (*checkpoint)->config();
-    auto ids = parse_ids(*ids_text, cfg.vocab_size);
+    auto ids = parse_ids(ids_text, cfg.vocab_size);
     HICHAT_RETURN_IF_ERROR(ids.status());
     const int num_ids = static_cast<int>(ids->size());
     if (num_ids > cfg.max_position_embeddings) {
         return invalid_argument("--ids: " + std::to_string(num_ids) + " ids exceed the model's context of " +
                                 std::to_string(cfg.max_position_embeddings));
     }
-    auto device = executor::parse_device_kind(flags->get("device", "auto"));
+    auto device = executor::parse_device_kind(flags.get("device"));
     HICHAT_RETURN_IF_ERROR(device.status());
     const executor::RunnerOptions options{.device = *device,
                                           .num_threads = static_cast<int>(*threads),
@@ -77,16 +83,27 @@ Status run(const std::vector<std::string>& args) {
     batch.seqs.push_back({.block_table = table, .pos0 = 0, .tokens = *ids, .all_logits = true});
     std::vector<float> logits;
     (*runner)->forward(batch, logits);
-    return write_floats(*out_path, logits);
+    return write_floats(out_path, logits);
+}
+
+int score_main(const CliArgs& flags) {
+    Status s = run(flags);
+    if (s.ok()) return 0;
+    std::fprintf(stderr, "hichat score: %s\n", s.message().c_str());
+    return 2;
 }
 
 }  // namespace
 
-int score_main(const std::vector<std::string>& args) {
-    Status s = run(args);
-    if (s.ok()) return 0;
-    std::fprintf(stderr, "hichat score: %s\n", s.message().c_str());
-    return 2;
+const Command& score_command() {
+    static const Command command{
+        .name = "score",
+        .summary = "write the logits of every position of a list of token ids (no tokenizer needed)",
+        .details =
+            "Writes float32 little-endian logits [number of ids x vocab] to --out, one row per position.\n",
+        .flags = kFlags,
+        .run = score_main};
+    return command;
 }
 
 }  // namespace hichat::tools

@@ -1,11 +1,7 @@
 #include "serve_command.h"
 
-#include <pthread.h>
-#include <signal.h>
-
 #include <csignal>
 #include <cstdio>
-#include <thread>
 
 #include "api/auth/access_log.h"
 #include "api/auth/api_key_store.h"
@@ -19,6 +15,7 @@
 #include "model/checkpoint.h"
 #include "model_files.h"
 #include "serve_options.h"
+#include "signal_watcher.h"
 #include "stop_tokens.h"
 #include "tokenizer/tokenizer.h"
 
@@ -43,27 +40,54 @@ struct LoadedModel {
     std::vector<int32_t> eos_ids;
 };
 
+// A key file without keys or a deny list without phrases would leave the server open or unfiltered
+// while the flag says otherwise: both are refused by name.
 Status build_frontend(const ServeOptions& o, Frontend& f) {
     for (const auto& k : o.api_keys) HICHAT_RETURN_IF_ERROR(f.keys.add_key(k, "--api-key"));
-    for (const auto& file : o.api_key_files) HICHAT_RETURN_IF_ERROR(f.keys.add_key_file(file));
+    for (const auto& file : o.api_key_files) {
+        const size_t before = f.keys.num_keys();
+        HICHAT_RETURN_IF_ERROR(f.keys.add_key_file(file));
+        if (f.keys.num_keys() == before)
+            return invalid_argument("--api-key-file " + file + ": the file holds no keys");
+    }
     if (!o.quota.unlimited()) f.quotas = std::make_unique<api::QuotaLimiter>(o.quota);
     if (!o.access_log.empty()) {
         auto log = api::AccessLog::open(o.access_log);
-        HICHAT_RETURN_IF_ERROR(log.status());
+        if (!log.ok()) return invalid_argument("--access-log " + log.status().message());
         f.access_log = std::move(log).value();
     }
     if (!o.deny_list_file.empty()) {
         auto deny = api::DenyList::load(o.deny_list_file);
         HICHAT_RETURN_IF_ERROR(deny.status());
+        if (deny->empty())
+            return invalid_argument("--deny-list " + o.deny_list_file + ": the file holds no phrases");
         f.deny_list = std::move(deny).value();
     }
     return ok_status();
 }
 
-Status load_model(const ServeOptions& o, const Frontend& f, LoadedModel& m) {
+executor::RunnerOptions runner_options(const ServeOptions& o) {
+    return {.device = o.device,
+            .num_threads = o.num_threads,
+            .cpu_kv_cache_bytes = o.kv_cache_bytes,
+            .gpu_memory_fraction = o.gpu_memory_fraction,
+            .max_num_seqs = o.engine.scheduler.max_num_seqs,
+            .max_num_tokens_per_step = o.engine.scheduler.max_num_tokens_per_step,
+            .max_context_tokens = o.max_model_len};
+}
+
+// The model folder's files (mapped, not yet converted): read before the server listens, so that a bad
+// folder is one error line and nothing else.
+Status open_model_files(const ServeOptions& o, LoadedModel& m) {
     auto checkpoint = model::Checkpoint::open(o.model_dir);
     HICHAT_RETURN_IF_ERROR(checkpoint.status());
     m.checkpoint = std::move(checkpoint).value();
+    const int model_len = m.checkpoint->config().max_position_embeddings;
+    if (o.max_model_len > model_len) {
+        return invalid_argument("--max-model-len " + std::to_string(o.max_model_len) +
+                                " exceeds the model's context of " + std::to_string(model_len) +
+                                " tokens (max_position_embeddings in config.json)");
+    }
     auto tok = tokenizer::Tokenizer::load(o.model_dir);
     HICHAT_RETURN_IF_ERROR(tok.status());
     m.tokenizer = std::move(tok).value();
@@ -73,17 +97,17 @@ Status load_model(const ServeOptions& o, const Frontend& f, LoadedModel& m) {
     m.prompts = std::make_unique<api::PromptBuilder>(*m.tokenizer, m.chat.chat_template ? &*m.chat.chat_template : nullptr,
                                                      m.chat.bos_token, m.chat.eos_token);
     m.eos_ids = stop_token_ids(o.model_dir, m.checkpoint->config(), *m.tokenizer);
-    const executor::RunnerOptions options{.device = o.device,
-                                          .num_threads = o.num_threads,
-                                          .cpu_kv_cache_bytes = o.kv_cache_bytes,
-                                          .gpu_memory_fraction = o.gpu_memory_fraction,
-                                          .max_num_seqs = o.engine.scheduler.max_num_seqs,
-                                          .max_num_tokens_per_step = o.engine.scheduler.max_num_tokens_per_step,
-                                          .max_context_tokens = o.max_model_len};
-    auto choice = executor::choose_device(m.checkpoint->config(), options, executor::cuda_presence());
+    // The device is chosen from the shape before the server listens: `--device cuda` with a shape the
+    // CUDA backend lacks is one error line; `auto` says here why it takes the CPU.
+    auto choice = executor::choose_device(m.checkpoint->config(), runner_options(o), executor::cuda_presence());
     HICHAT_RETURN_IF_ERROR(choice.status());
     if (!choice->note.empty()) std::fprintf(stderr, "hichat serve: %s\n", choice->note.c_str());
-    auto runner = executor::make_runner(*m.checkpoint, options);
+    return ok_status();
+}
+
+// The runner (weights converted or uploaded, KV cache allocated) and the engine thread.
+Status start_engine(const ServeOptions& o, const Frontend& f, LoadedModel& m) {
+    auto runner = executor::make_runner(*m.checkpoint, runner_options(o));
     HICHAT_RETURN_IF_ERROR(runner.status());
     engine::EngineConfig engine_config = o.engine;
     engine_config.max_model_len = o.max_model_len;
@@ -118,21 +142,15 @@ int fail(const Status& s) {
     return 2;
 }
 
-}  // namespace
-
-int serve_main(const std::vector<std::string>& args) {
-    auto opts = parse_serve_options(args);
+int serve_main(const CliArgs& flags) {
+    auto opts = parse_serve_options(flags);
     if (!opts.ok()) return fail(opts.status());
-    // SIGTERM / SIGINT are taken by one thread with sigwait; block them before any thread starts.
-    sigset_t signals;
-    sigemptyset(&signals);
-    sigaddset(&signals, SIGTERM);
-    sigaddset(&signals, SIGINT);
-    pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+    SignalWatcher signals;  // before any thread starts
     std::signal(SIGPIPE, SIG_IGN);
-
     Frontend front;
     if (Status s = build_frontend(*opts, front); !s.ok()) return fail(s);
+    LoadedModel model;
+    if (Status s = open_model_files(*opts, model); !s.ok()) return fail(s);
     api::OpenAiService service({.served_model_name = opts->served_model_name,
                                 .request_timeout_s = opts->request_timeout_s});
     api::Router router;
@@ -146,33 +164,41 @@ int serve_main(const std::vector<std::string>& args) {
     if (front.keys.empty()) {
         std::fprintf(stderr, "hichat serve: warning: no API key configured; the server is open to anyone who can reach it\n");
     }
-    std::thread signal_thread([&] {
-        int sig = 0;
-        sigwait(&signals, &sig);
+    signals.start([&](int sig) {
         std::fprintf(stderr, "hichat serve: signal %d: draining and shutting down\n", sig);
         (*server)->begin_shutdown();
     });
-
-    LoadedModel model;
-    if (Status s = load_model(*opts, front, model); !s.ok()) {
-        fail(s);
-        pthread_kill(signal_thread.native_handle(), SIGTERM);
-        signal_thread.join();
+    if (Status s = start_engine(*opts, front, model); !s.ok()) {
+        signals.stop();
+        (*server)->begin_shutdown();
         (*server)->wait();
-        return 2;
+        return fail(s);
     }
     wire_engine_gauges(front, *model.engine);
     service.attach(service_deps(front, model));
     std::fprintf(stderr, "hichat serve: ready: model '%s', context %d tokens\n", opts->served_model_name.c_str(),
                  model.engine->max_context_tokens());
-
-    signal_thread.join();
+    signals.wait();
     (*server)->wait();
     front.metrics.set_engine_gauges_source(nullptr);
     model.engine.reset();  // cancels what is left
     if (front.access_log) front.access_log->flush();
     std::fprintf(stderr, "hichat serve: stopped\n");
     return 0;
+}
+
+}  // namespace
+
+const Command& serve_command() {
+    static const Command command{
+        .name = "serve",
+        .summary = "the OpenAI-compatible HTTP server (chat page at /, API at /v1)",
+        .details =
+            "Listens as soon as the model folder is read; /health answers 503 until the model is loaded.\n"
+            "SIGTERM / SIGINT drain the requests in flight (--shutdown-drain-s), then exit 0.\n",
+        .flags = serve_flags(),
+        .run = serve_main};
+    return command;
 }
 
 }  // namespace hichat::tools

@@ -1,9 +1,11 @@
 #pragma once
-#include <string>
-#include <vector>
+
+#include "command.h"
 
 namespace hichat::tools {
-// `hichat serve --model DIR [--host H] [--port P] [...]`: the OpenAI-compatible HTTP server.
-// Returns the process exit code (0 after a graceful SIGTERM/SIGINT shutdown).
-int serve_main(const std::vector<std::string>& args);
+
+// `hichat serve [--model DIR] [--host H] [--port P] [...]`: the OpenAI-compatible HTTP server. Exit
+// code 0 after a graceful SIGTERM/SIGINT shutdown, 2 when it cannot start (one error line).
+const Command& serve_command();
+
 }  // namespace hichat::tools

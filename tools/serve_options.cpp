@@ -2,32 +2,198 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <thread>
+#include <optional>
 
 #include "api/http/cors.h"
-#include "cli_args.h"
 #include "default_model.h"
 
 namespace hichat::tools {
-
-const char* const kServeUsage =
-    "  serve    [--model DIR (default: models/default)] [--host 127.0.0.1] [--port 8000] [--served-model-name NAME]\n"
-    "           [--api-key KEY]... [--api-key-file FILE] [--rate-limit-rpm N] [--rate-limit-tpm N]\n"
-    "           [--max-concurrent-per-key N] [--deny-list FILE] [--access-log FILE|-]\n"
-    "           [--allowed-origin ORIGIN|*]... (CORS for browser pages; default: no cross-origin access)\n"
-    "           [--tls-cert PEM --tls-key PEM] [--io-threads N] [--threads N]\n"
-    "           [--max-num-seqs N] [--max-num-batched-tokens N] [--prefill-chunk N] [--max-queue N]\n"
-    "           [--kv-cache-mb N] [--max-model-len N] [--request-timeout-s N] [--shutdown-drain-s N]\n"
-    "           [--max-body-mb N] [--header-timeout-s N] [--body-timeout-s N]\n"
-    "           [--device auto|cpu|cuda] [--gpu-memory-fraction F]\n";
-
 namespace {
 
-struct IntFlag {
+// One flag per row.
+// clang-format off
+constexpr FlagSpec kFlags[] = {
+    {.name = "model", .value_name = "DIR", .help = "model folder (config.json, *.safetensors, tokenizer)",
+     .default_note = "models/default beside the executable"},
+    {.name = "host", .value_name = "ADDR", .default_value = "127.0.0.1", .help = "address to listen on"},
+    {.name = "port", .kind = FlagKind::kInt, .value_name = "N", .default_value = "8000",
+     .help = "TCP port; 0: any free port", .min = 0, .max = 65535},
+    {.name = "served-model-name", .value_name = "NAME", .help = "the model id of /v1/models and requests",
+     .default_note = "the model folder's name"},
+    {.name = "api-key", .kind = FlagKind::kRepeated, .value_name = "KEY",
+     .help = "accept this API key (Authorization: Bearer KEY); with none, the server is open to anyone"},
+    {.name = "api-key-file", .kind = FlagKind::kRepeated, .value_name = "FILE",
+     .help = "accept the API keys in FILE, one per line"},
+    {.name = "rate-limit-rpm", .kind = FlagKind::kInt, .value_name = "N", .default_value = "0",
+     .help = "requests per minute per API key (needs API keys); 0: unlimited", .min = 0, .max = 1 << 30},
+    {.name = "rate-limit-tpm", .kind = FlagKind::kInt, .value_name = "N", .default_value = "0",
+     .help = "tokens per minute per API key (needs API keys); 0: unlimited", .min = 0, .max = int64_t{1} << 40},
+    {.name = "max-concurrent-per-key", .kind = FlagKind::kInt, .value_name = "N", .default_value = "0",
+     .help = "requests in flight per API key (needs API keys); 0: unlimited", .min = 0, .max = 1 << 20},
+    {.name = "deny-list", .value_name = "FILE",
+     .help = "refuse prompts and end outputs that contain a phrase of FILE (one per line)", .default_note = "off"},
+    {.name = "access-log", .value_name = "FILE|-", .help = "one JSON line per request, appended to FILE; -: stderr",
+     .default_note = "off"},
+    {.name = "tls-cert", .value_name = "PEM", .help = "serve HTTPS with this certificate chain (with --tls-key)",
+     .default_note = "plain HTTP"},
+    {.name = "tls-key", .value_name = "PEM", .help = "the private key of --tls-cert"},
+    {.name = "io-threads", .kind = FlagKind::kInt, .value_name = "N",
+     .help = "HTTP I/O threads, at most 4 per online core", .min = 1, .max = 256, .max_per_online_core = 4,
+     .default_note = "1 on up to 4 cores, else 2"},
+    {.name = "threads", .kind = FlagKind::kInt, .value_name = "N",
+     .help = "CPU compute threads, at most 4 per online core; 0: all cores", .min = 0, .max = 1024,
+     .max_per_online_core = 4, .default_note = "the cores the I/O threads leave"},
+    {.name = "max-num-seqs", .kind = FlagKind::kInt, .value_name = "N", .help = "sequences running at once",
+     .min = 1, .max = 4096, .default_note = "64 on the CPU, 256 on a GPU"},
+    {.name = "max-num-batched-tokens", .kind = FlagKind::kInt, .value_name = "N",
+     .help = "tokens per engine step, at least --max-num-seqs", .min = 1, .max = 1 << 20,
+     .default_note = "512 on the CPU, 8192 on a GPU"},
+    {.name = "prefill-chunk", .kind = FlagKind::kInt, .value_name = "N",
+     .help = "prompt tokens of one sequence per step, at most --max-num-batched-tokens", .min = 1, .max = 1 << 20,
+     .default_note = "256 on the CPU, 2048 on a GPU"},
+    {.name = "max-queue", .kind = FlagKind::kInt, .value_name = "N", .default_value = "1024",
+     .help = "requests waiting to start; more get 429", .min = 1, .max = 1 << 20},
+    {.name = "kv-cache-mb", .kind = FlagKind::kInt, .value_name = "N", .default_value = "0",
+     .help = "CPU KV cache size in MiB; 0: enough for --max-num-seqs full contexts, at most 1/4 of RAM", .min = 0,
+     .max = int64_t{1} << 24},
+    {.name = "max-model-len", .kind = FlagKind::kInt, .value_name = "N", .default_value = "0",
+     .help = "context length in tokens, at most the model's; 0: the model's (capped by the KV cache)", .min = 0,
+     .max = 1 << 24},
+    {.name = "request-timeout-s", .kind = FlagKind::kInt, .value_name = "N", .default_value = "0",
+     .help = "a request still running after N s ends; 0: no limit", .min = 0, .max = 86400},
+    {.name = "shutdown-drain-s", .kind = FlagKind::kInt, .value_name = "N", .default_value = "30",
+     .help = "on SIGTERM/SIGINT, requests in flight get N s to finish", .min = 0, .max = 3600},
+    {.name = "max-body-mb", .kind = FlagKind::kInt, .value_name = "N", .default_value = "8",
+     .help = "largest request body in MiB; larger: 413", .min = 1, .max = 1024},
+    {.name = "header-timeout-s", .kind = FlagKind::kInt, .value_name = "N", .default_value = "10",
+     .help = "time to receive the request headers; over: 408", .min = 1, .max = 3600},
+    {.name = "body-timeout-s", .kind = FlagKind::kInt, .value_name = "N", .default_value = "30",
+     .help = "time to receive the request body; over: 408", .min = 1, .max = 3600},
+    {.name = "device", .value_name = "auto|cpu|cuda", .default_value = "auto",
+     .help = "where the model runs; auto: CUDA when a device is present"},
+    {.name = "gpu-memory-fraction", .kind = FlagKind::kNumber, .value_name = "F", .default_value = "0.9",
+     .help = "CUDA KV cache: this share of the GPU memory free after the weights", .min = 0.05, .max = 0.99},
+};
+// clang-format on
+
+// The integer flags, read in one loop; `computed` is the default of a flag whose default depends on
+// the machine or the device.
+struct IntTarget {
     const char* name;
-    int64_t fallback, min, max;
+    std::optional<int64_t> computed;
     int64_t* out;
 };
+
+struct IntValues {
+    int64_t port = 0, io_threads = 0, threads = 0, rpm = 0, tpm = 0, per_key = 0, seqs = 0, tokens = 0,
+            chunk = 0, queue = 0, kv_mb = 0, max_len = 0, timeout_s = 0, drain_s = 0, body_mb = 0,
+            header_s = 0, body_s = 0;
+};
+
+Result<IntValues> read_ints(const CliArgs& flags, bool gpu) {
+    const ThreadSplit split = default_thread_split(online_cores());
+    IntValues v;
+    const IntTarget targets[] = {
+        {"port", {}, &v.port},
+        {"io-threads", split.num_io_threads, &v.io_threads},
+        {"threads", -1, &v.threads},  // -1: not given, computed below from the I/O threads
+        {"rate-limit-rpm", {}, &v.rpm},
+        {"rate-limit-tpm", {}, &v.tpm},
+        {"max-concurrent-per-key", {}, &v.per_key},
+        {"max-num-seqs", gpu ? 256 : 64, &v.seqs},
+        {"max-num-batched-tokens", gpu ? 8192 : 512, &v.tokens},
+        {"prefill-chunk", gpu ? 2048 : 256, &v.chunk},
+        {"max-queue", {}, &v.queue},
+        {"kv-cache-mb", {}, &v.kv_mb},
+        {"max-model-len", {}, &v.max_len},
+        {"request-timeout-s", {}, &v.timeout_s},
+        {"shutdown-drain-s", {}, &v.drain_s},
+        {"max-body-mb", {}, &v.body_mb},
+        {"header-timeout-s", {}, &v.header_s},
+        {"body-timeout-s", {}, &v.body_s},
+    };
+    for (const IntTarget& t : targets) {
+        auto value = t.computed ? flags.get_int(t.name, *t.computed) : flags.get_int(t.name);
+        HICHAT_RETURN_IF_ERROR(value.status());
+        *t.out = *value;
+    }
+    // Without --threads: the cores the I/O threads leave (at least one).
+    if (v.threads < 0) v.threads = std::max<int64_t>(1, online_cores() - v.io_threads);
+    return v;
+}
+
+Status needs(const CliArgs& flags, const char* flag, bool condition, const std::string& why) {
+    if (!flags.has(flag) || condition) return ok_status();
+    return invalid_argument("--" + std::string(flag) + " " + why);
+}
+
+// Per-key limits without keys, half of a TLS pair, a limit the engine would silently raise.
+Status check_combinations(const CliArgs& flags, const IntValues& v) {
+    const bool keys = flags.has("api-key") || flags.has("api-key-file");
+    for (const char* f : {"rate-limit-rpm", "rate-limit-tpm", "max-concurrent-per-key"}) {
+        HICHAT_RETURN_IF_ERROR(
+            needs(flags, f, keys, "needs --api-key or --api-key-file: limits are kept per API key"));
+    }
+    HICHAT_RETURN_IF_ERROR(needs(flags, "tls-cert", flags.has("tls-key"), "needs --tls-key"));
+    HICHAT_RETURN_IF_ERROR(needs(flags, "tls-key", flags.has("tls-cert"), "needs --tls-cert"));
+    HICHAT_RETURN_IF_ERROR(needs(flags, "max-num-batched-tokens", v.tokens >= v.seqs,
+                                 "(" + std::to_string(v.tokens) + ") must be at least --max-num-seqs (" +
+                                     std::to_string(v.seqs) + "): every running sequence decodes each step"));
+    const int64_t step_tokens = std::max(v.tokens, v.seqs);
+    return needs(flags, "prefill-chunk", v.chunk <= step_tokens,
+                 "(" + std::to_string(v.chunk) + ") must be at most --max-num-batched-tokens (" +
+                     std::to_string(step_tokens) + "): a step holds no more tokens");
+}
+
+// Flags of one device's runner are refused when that runner certainly does not run: --device names
+// the other one, or --device auto on a machine without CUDA (then the CPU runs). Under auto with a
+// GPU present the runner is chosen per checkpoint, and the log line naming it says which apply.
+Status check_device_flags(const CliArgs& flags, executor::DeviceKind device) {
+    using executor::DeviceKind;
+    const bool cuda_present = executor::cuda_available();
+    const bool cpu_certain = device == DeviceKind::kCpu || (device == DeviceKind::kAuto && !cuda_present);
+    const std::string on_cpu = device == DeviceKind::kCpu
+                                   ? "with --device cpu"
+                                   : "here: --device auto runs on the CPU (no CUDA device)";
+    HICHAT_RETURN_IF_ERROR(needs(flags, "gpu-memory-fraction", !cpu_certain,
+                                 "sizes the CUDA KV cache and has no effect " + on_cpu));
+    for (const char* f : {"kv-cache-mb", "threads"}) {
+        HICHAT_RETURN_IF_ERROR(needs(flags, f, device != DeviceKind::kCuda,
+                                     "applies to the CPU runner and has no effect with --device cuda"));
+    }
+    if (device == DeviceKind::kCuda && !cuda_present) {
+        return invalid_argument(
+            "--device cuda: no CUDA device (this build has no CUDA backend, or no device is "
+            "visible); use --device cpu or auto");
+    }
+    return ok_status();
+}
+
+std::string served_name(const std::string& model_dir) {
+    const std::filesystem::path dir = std::filesystem::path(model_dir).lexically_normal();
+    std::string name = dir.filename().string();
+    return name.empty() ? dir.parent_path().filename().string() : name;
+}
+
+void apply_ints(const IntValues& v, ServeOptions& o) {
+    o.http.port = static_cast<int>(v.port);
+    o.http.num_io_threads = static_cast<int>(v.io_threads);
+    o.http.shutdown_drain_ms = static_cast<int>(v.drain_s * 1000);
+    o.http.max_body_bytes = static_cast<size_t>(v.body_mb) << 20;
+    o.http.header_timeout_ms = static_cast<int>(v.header_s * 1000);
+    o.http.body_timeout_ms = static_cast<int>(v.body_s * 1000);
+    o.num_threads = static_cast<int>(v.threads);
+    o.quota = {.requests_per_minute = static_cast<int>(v.rpm),
+               .tokens_per_minute = v.tpm,
+               .max_concurrent = static_cast<int>(v.per_key)};
+    o.engine.scheduler.max_num_seqs = static_cast<int>(v.seqs);
+    o.engine.scheduler.max_num_tokens_per_step = static_cast<int>(std::max(v.tokens, v.seqs));
+    o.engine.scheduler.prefill_chunk_tokens = static_cast<int>(v.chunk);
+    o.engine.max_waiting = static_cast<int>(v.queue);
+    o.kv_cache_bytes = v.kv_mb << 20;
+    o.max_model_len = static_cast<int>(v.max_len);
+    o.request_timeout_s = static_cast<int>(v.timeout_s);
+}
 
 }  // namespace
 
@@ -39,40 +205,30 @@ ThreadSplit default_thread_split(int num_cores) {
     return split;
 }
 
-Result<ServeOptions> parse_serve_options(const std::vector<std::string>& args) {
-    auto flags = CliArgs::parse(
-        args,
-        {"model", "host", "port", "served-model-name", "api-key", "api-key-file", "rate-limit-rpm", "rate-limit-tpm",
-         "max-concurrent-per-key", "deny-list", "access-log", "allowed-origin", "tls-cert", "tls-key", "io-threads", "threads",
-         "max-num-seqs", "max-num-batched-tokens", "prefill-chunk", "max-queue", "kv-cache-mb", "max-model-len",
-         "request-timeout-s", "shutdown-drain-s", "max-body-mb", "header-timeout-s", "body-timeout-s", "device", "gpu-memory-fraction"},
-        {});
-    HICHAT_RETURN_IF_ERROR(flags.status());
+std::span<const FlagSpec> serve_flags() { return kFlags; }
+
+Result<ServeOptions> parse_serve_options(const CliArgs& flags) {
     ServeOptions o;
-    o.model_dir = flags->get("model", "");
+    o.model_dir = flags.get("model");
     if (o.model_dir.empty()) o.model_dir = default_model_dir();
     if (o.model_dir.empty()) return invalid_argument("--model is required (no default model found beside the executable)");
-    o.served_model_name = flags->get("served-model-name", "");
-    if (o.served_model_name.empty()) {
-        o.served_model_name = std::filesystem::path(o.model_dir).lexically_normal().filename().string();
-        if (o.served_model_name.empty()) {
-            o.served_model_name = std::filesystem::path(o.model_dir).lexically_normal().parent_path().filename().string();
-        }
-    }
-    auto device = executor::parse_device_kind(flags->get("device", "auto"));
+    o.served_model_name = flags.get("served-model-name");
+    if (o.served_model_name.empty()) o.served_model_name = served_name(o.model_dir);
+    auto device = executor::parse_device_kind(flags.get("device"));
     HICHAT_RETURN_IF_ERROR(device.status());
     o.device = *device;
-    auto fraction = flags->get_double("gpu-memory-fraction", 0.9, 0.05, 0.99);
+    HICHAT_RETURN_IF_ERROR(check_device_flags(flags, o.device));
+    auto fraction = flags.get_double("gpu-memory-fraction");
     HICHAT_RETURN_IF_ERROR(fraction.status());
     o.gpu_memory_fraction = *fraction;
-    o.http.host = flags->get("host", "127.0.0.1");
-    o.http.tls_cert_file = flags->get("tls-cert", "");
-    o.http.tls_key_file = flags->get("tls-key", "");
-    o.api_keys = flags->get_all("api-key");
-    o.api_key_files = flags->get_all("api-key-file");
-    o.deny_list_file = flags->get("deny-list", "");
-    o.access_log = flags->get("access-log", "");
-    o.http.cors.allowed_origins = flags->get_all("allowed-origin");
+    o.http.host = flags.get("host");
+    o.http.tls_cert_file = flags.get("tls-cert");
+    o.http.tls_key_file = flags.get("tls-key");
+    o.api_keys = flags.get_all("api-key");
+    o.api_key_files = flags.get_all("api-key-file");
+    o.deny_list_file = flags.get("deny-list");
+    o.access_log = flags.get("access-log");
+    o.http.cors.allowed_origins = flags.get_all("allowed-origin");
     for (const std::string& origin : o.http.cors.allowed_origins) {
         Status s = api::check_allowed_origin(origin);
         if (!s.ok()) return invalid_argument("--allowed-origin: " + s.message());
@@ -81,51 +237,10 @@ Result<ServeOptions> parse_serve_options(const std::vector<std::string>& args) {
     // A GPU takes much larger batches and prefill chunks than the CPU path.
     const bool gpu = o.device == executor::DeviceKind::kCuda ||
                      (o.device == executor::DeviceKind::kAuto && executor::cuda_available());
-    const int num_cores = std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-    const ThreadSplit split = default_thread_split(num_cores);
-    int64_t port = 0, io_threads = 0, threads = 0, rpm = 0, tpm = 0, per_key = 0, seqs = 0, tokens = 0, chunk = 0,
-            queue = 0, kv_mb = 0, max_len = 0, timeout_s = 0, drain_s = 0, body_mb = 0, header_s = 0, body_s = 0;
-    const IntFlag ints[] = {
-        {"port", 8000, 0, 65535, &port},
-        {"io-threads", split.num_io_threads, 1, 256, &io_threads},
-        {"threads", -1, 0, 1024, &threads},  // -1: not given
-        {"rate-limit-rpm", 0, 0, 1 << 30, &rpm},
-        {"rate-limit-tpm", 0, 0, int64_t{1} << 40, &tpm},
-        {"max-concurrent-per-key", 0, 0, 1 << 20, &per_key},
-        {"max-num-seqs", gpu ? 256 : 64, 1, 4096, &seqs},
-        {"max-num-batched-tokens", gpu ? 8192 : 512, 1, 1 << 20, &tokens},
-        {"prefill-chunk", gpu ? 2048 : 256, 1, 1 << 20, &chunk},
-        {"max-queue", 1024, 1, 1 << 20, &queue},
-        {"kv-cache-mb", 0, 0, int64_t{1} << 24, &kv_mb},
-        {"max-model-len", 0, 0, 1 << 24, &max_len},
-        {"request-timeout-s", 0, 0, 86400, &timeout_s},
-        {"shutdown-drain-s", 30, 0, 3600, &drain_s},
-        {"max-body-mb", 8, 1, 1024, &body_mb},
-        {"header-timeout-s", 10, 1, 3600, &header_s},
-        {"body-timeout-s", 30, 1, 3600, &body_s},
-    };
-    for (const IntFlag& f : ints) {
-        auto v = flags->get_int(f.name, f.fallback, f.min, f.max);
-        HICHAT_RETURN_IF_ERROR(v.status());
-        *f.out = *v;
-    }
-    o.http.port = static_cast<int>(port);
-    o.http.num_io_threads = static_cast<int>(io_threads);
-    o.http.shutdown_drain_ms = static_cast<int>(drain_s * 1000);
-    o.http.max_body_bytes = static_cast<size_t>(body_mb) << 20;
-    o.http.header_timeout_ms = static_cast<int>(header_s * 1000);
-    o.http.body_timeout_ms = static_cast<int>(body_s * 1000);
-    // Without --threads: the cores the I/O threads leave (at least one).
-    o.num_threads = threads >= 0 ? static_cast<int>(threads) : std::max(1, num_cores - static_cast<int>(io_threads));
-    o.quota = {.requests_per_minute = static_cast<int>(rpm), .tokens_per_minute = tpm,
-               .max_concurrent = static_cast<int>(per_key)};
-    o.engine.scheduler.max_num_seqs = static_cast<int>(seqs);
-    o.engine.scheduler.max_num_tokens_per_step = static_cast<int>(std::max(tokens, seqs));
-    o.engine.scheduler.prefill_chunk_tokens = static_cast<int>(chunk);
-    o.engine.max_waiting = static_cast<int>(queue);
-    o.kv_cache_bytes = kv_mb << 20;
-    o.max_model_len = static_cast<int>(max_len);
-    o.request_timeout_s = static_cast<int>(timeout_s);
+    auto ints = read_ints(flags, gpu);
+    HICHAT_RETURN_IF_ERROR(ints.status());
+    HICHAT_RETURN_IF_ERROR(check_combinations(flags, *ints));
+    apply_ints(*ints, o);
     HICHAT_RETURN_IF_ERROR(o.http.validate());
     HICHAT_RETURN_IF_ERROR(o.engine.validate());
     HICHAT_RETURN_IF_ERROR(o.quota.validate());

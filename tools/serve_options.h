@@ -1,14 +1,17 @@
 // ServeOptions: everything `hichat serve` reads from its flags, validated once.
 #pragma once
 
+#include <span>
 #include <string>
 #include <vector>
 
 #include "api/auth/quota_config.h"
 #include "api/http/http_server_config.h"
 #include "base/status.h"
+#include "cli_args.h"
 #include "engine/engine.h"
 #include "executor/runner_factory.h"
+#include "flag_spec.h"
 
 namespace hichat::tools {
 
@@ -39,9 +42,11 @@ struct ThreadSplit {
 };
 ThreadSplit default_thread_split(int num_cores);
 
-// Errors name the flag.
-Result<ServeOptions> parse_serve_options(const std::vector<std::string>& args);
+// The flags of `hichat serve`, one row each (the only source of the parser and of `--help`).
+std::span<const FlagSpec> serve_flags();
 
-extern const char* const kServeUsage;
+// Errors name the flag. A flag that would have no effect with the others given (a per-key limit
+// without keys, a CUDA-only flag on the CPU, ...) is refused by name, never silently ignored.
+Result<ServeOptions> parse_serve_options(const CliArgs& flags);
 
 }  // namespace hichat::tools

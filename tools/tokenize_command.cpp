@@ -4,10 +4,9 @@
 #include <iostream>
 #include <iterator>
 #include <limits>
-
 #include <nlohmann/json.hpp>
 
-#include "cli_args.h"
+#include "command.h"
 #include "tokenizer/tokenizer.h"
 
 namespace hichat::tools {
@@ -48,23 +47,38 @@ Result<json> decode_all(const tokenizer::Tokenizer& tok, const json& input) {
     return out;
 }
 
-}  // namespace
+// One flag per row.
+// clang-format off
+constexpr FlagSpec kFlags[] = {
+    {.name = "model", .value_name = "DIR", .help = "folder with tokenizer.json or tokenizer.model", .required = true},
+    {.name = "decode", .kind = FlagKind::kBool, .help = "read arrays of ids, print strings (default: encode)"},
+};
+// clang-format on
 
-int tokenize_main(const std::vector<std::string>& args) {
-    auto cli = CliArgs::parse(args, {"model"}, {"decode"});
-    if (!cli.ok()) return fail(cli.status().message());
-    auto model_dir = cli->required("model");
-    if (!model_dir.ok()) return fail(model_dir.status().message());
-    auto tok = tokenizer::Tokenizer::load(model_dir.value());
+int tokenize_main(const CliArgs& cli) {
+    auto tok = tokenizer::Tokenizer::load(cli.get("model"));
     if (!tok.ok()) return fail(tok.status().message());
-
     const std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
     const json input = json::parse(text, nullptr, /*allow_exceptions=*/false);
     if (input.is_discarded()) return fail("stdin is not valid JSON");
-    auto output = cli->has("decode") ? decode_all(*tok.value(), input) : encode_all(*tok.value(), input);
+    auto output = cli.has("decode") ? decode_all(*tok.value(), input) : encode_all(*tok.value(), input);
     if (!output.ok()) return fail(output.status().message());
     std::cout << output.value().dump(-1, ' ', /*ensure_ascii=*/false, json::error_handler_t::replace) << "\n";
     return 0;
+}
+
+}  // namespace
+
+const Command& tokenize_command() {
+    static const Command command{
+        .name = "tokenize",
+        .summary = "encode or decode JSON on stdin with a model's tokenizer, JSON on stdout",
+        .details =
+            "Encode: stdin is a JSON array of strings, stdout an array of id arrays (special tokens added\n"
+            "and parsed). --decode: stdin is an array of id arrays, stdout an array of strings.\n",
+        .flags = kFlags,
+        .run = tokenize_main};
+    return command;
 }
 
 }  // namespace hichat::tools

@@ -1,56 +1,16 @@
 // The `hichat` binary, run as a user runs it: outputs, exit codes and one-line errors.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
+#include "cli_runner.h"
 #include "common/fixtures.h"
 
 namespace hichat {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct RunResult {
-    int exit_code;
-    std::string out, err;
-};
-
-std::string slurp(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::ostringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-}
-
-class CliTest : public ::testing::Test {
-protected:
-    void SetUp() override {
-        dir_ = fs::temp_directory_path() / ("hichat_cli_" + std::to_string(::getpid()) + "_" +
-                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::create_directories(dir_);
-    }
-    void TearDown() override { fs::remove_all(dir_); }
-
-    // Runs `hichat <args>` with `input` on stdin.
-    RunResult run(const std::string& args, const std::string& input = "") {
-        std::ofstream(dir_ / "stdin") << input;
-        std::string cmd = std::string(HICHAT_BIN) + " " + args + " < " + (dir_ / "stdin").string() + " > " +
-                          (dir_ / "stdout").string() + " 2> " + (dir_ / "stderr").string();
-        int status = std::system(cmd.c_str());
-        return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(dir_ / "stdout"), slurp(dir_ / "stderr")};
-    }
-
-    static int count_lines(const std::string& s) {
-        int n = 0;
-        for (char c : s) n += c == '\n';
-        return n;
-    }
-
-    fs::path dir_;
-};
 
 TEST_F(CliTest, ScoreWritesTransformersLogits) {
     auto golden = testing::read_golden("llama3");
