@@ -40,7 +40,9 @@ TEST_P(UnsupportedHeadDim, ReasonNamesHeadDimItsValueAndWhatIsSupported) {
     EXPECT_EQ(*reason, "the CUDA backend needs head_dim 64 or 128, this model has " + std::to_string(head_dim));
 }
 
-INSTANTIATE_TEST_SUITE_P(HeadDims, UnsupportedHeadDim, ::testing::Values(16, 24, 32, 48, 80, 96, 112, 256));
+// Named by value: ctest and --gtest_list_tests then agree on the names (tests/suite/lists_all_tests.sh).
+INSTANTIATE_TEST_SUITE_P(HeadDims, UnsupportedHeadDim, ::testing::Values(16, 24, 32, 48, 80, 96, 112, 256),
+                         [](const ::testing::TestParamInfo<int>& info) { return "head_dim_" + std::to_string(info.param); });
 
 TEST(CudaSupport, HeadDim64And128AreSupported) {
     EXPECT_EQ(cuda_unsupported_reason(config_with_head_dim(64), kServeStep), std::nullopt);
