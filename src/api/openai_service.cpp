@@ -39,7 +39,7 @@ std::string preprocess_gauges_text(const PreprocessPoolStats& s) {
 
 struct OpenAiService::PendingGeneration {
     Endpoint endpoint;
-    HttpRequest request;   // a copy: the server's ends with the handler; the body moves to the parser
+    HttpRequest request;   // taken from the server's; the body moves on to the parser
     WriterPtr writer;
     std::optional<KeyId> key;
     QuotaLease lease;      // moves into the GenerationSink; released with the job otherwise
@@ -59,9 +59,9 @@ void OpenAiService::add_routes(Router& router) {
     router.add("GET", "/v1/models", [this](const HttpRequest& r, WriterPtr w) { handle_models(r, w); });
     router.add("GET", "/metrics", [this](const HttpRequest& r, WriterPtr w) { handle_metrics(r, w); });
     router.add("POST", "/v1/chat/completions",
-               [this](const HttpRequest& r, WriterPtr w) { handle_generation(Endpoint::kChatCompletions, r, w); });
+               [this](HttpRequest& r, WriterPtr w) { handle_generation(Endpoint::kChatCompletions, r, w); });
     router.add("POST", "/v1/completions",
-               [this](const HttpRequest& r, WriterPtr w) { handle_generation(Endpoint::kCompletions, r, w); });
+               [this](HttpRequest& r, WriterPtr w) { handle_generation(Endpoint::kCompletions, r, w); });
     router.add("GET", "/", [](const HttpRequest&, WriterPtr w) {
         w->send(200, "text/html; charset=utf-8", std::string(chat_page_html()));
     });
@@ -149,24 +149,26 @@ std::optional<ApiError> OpenAiService::check_lengths(const GenerationRequest& g,
 }
 
 // The I/O thread's part of a generation request: admission only (API key, quota), then the request
-// goes to the pool. Copying the body (at most --max-body-mb) is the only work here that grows with it.
-void OpenAiService::handle_generation(Endpoint endpoint, const HttpRequest& req, const WriterPtr& w) {
+// (its body moved, never copied) goes to the pool.
+void OpenAiService::handle_generation(Endpoint endpoint, HttpRequest& req, const WriterPtr& w) {
     if (!ready()) return reply_error(req, w, {.http_status = 503, .message = "the model is loading", .type = "server_error"}, {});
     std::optional<KeyId> key;
     if (!authenticate(req, w, key)) return;
     QuotaLease lease;
     if (!admit_quota(req, w, key, lease)) return;
     auto job = std::make_shared<PendingGeneration>(
-        PendingGeneration{endpoint, req, w, key, std::move(lease), engine::Clock::now()});
+        PendingGeneration{endpoint, std::move(req), w, key, std::move(lease), engine::Clock::now()});
     switch (deps_.preprocess->post([this, job] { preprocess(*job); })) {
         case PreprocessPool::Admission::kAccepted:
             return;
         case PreprocessPool::Admission::kQueueFull:
-            return reply_error(req, w, {.http_status = 429, .message = "the server is busy: preprocessing queue is full",
-                                        .type = "rate_limit_error", .code = "queue_full"},
+            return reply_error(job->request, w,
+                               {.http_status = 429, .message = "the server is busy: preprocessing queue is full",
+                                .type = "rate_limit_error", .code = "queue_full"},
                                key, {{"Retry-After", "1"}});
         case PreprocessPool::Admission::kStopped:
-            return reply_error(req, w, {.http_status = 503, .message = "the server is shutting down", .type = "server_error"},
+            return reply_error(job->request, w,
+                               {.http_status = 503, .message = "the server is shutting down", .type = "server_error"},
                                key, {{"Retry-After", "5"}});
     }
 }

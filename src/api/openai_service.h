@@ -59,7 +59,7 @@ private:
     void handle_health(const HttpRequest& req, const WriterPtr& w);
     void handle_models(const HttpRequest& req, const WriterPtr& w);
     void handle_metrics(const HttpRequest& req, const WriterPtr& w);
-    void handle_generation(Endpoint endpoint, const HttpRequest& req, const WriterPtr& w);
+    void handle_generation(Endpoint endpoint, HttpRequest& req, const WriterPtr& w);  // takes req's body
 
     // A generation request between its admission (I/O thread) and Engine::submit (pool thread).
     struct PendingGeneration;

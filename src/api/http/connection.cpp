@@ -313,7 +313,7 @@ void Connection::dispatch() {
     writer_ = writer;
     // Pipelined bytes already buffered: they wait; otherwise watch the socket for a disconnect.
     if (buffer_.size() == 0) read_in_background();
-    context_.router->dispatch(request, writer);
+    context_.router->dispatch(std::move(request), writer);
 }
 
 void Connection::read_in_background() {

@@ -16,7 +16,9 @@ namespace hichat::api {
 
 // Runs on an I/O thread: it must not block. Long work (generation) keeps the writer and answers
 // from another thread. Exceptions escaping a handler become a 500 if no response was started.
-using Handler = std::function<void(const HttpRequest& request, std::shared_ptr<ResponseWriter> writer)>;
+// The request is the handler's to take from (e.g. move the body to another thread): the server
+// drops it when the handler returns. A handler that only reads it may take `const HttpRequest&`.
+using Handler = std::function<void(HttpRequest& request, std::shared_ptr<ResponseWriter> writer)>;
 
 class Router {
 public:
@@ -28,7 +30,7 @@ public:
 
     // Runs the handler for request.method + request.path, or sends a JSON error:
     // 404 (no route for the path), 405 (path known, method not; with an Allow header).
-    void dispatch(const HttpRequest& request, const std::shared_ptr<ResponseWriter>& writer) const;
+    void dispatch(HttpRequest request, const std::shared_ptr<ResponseWriter>& writer) const;
 
 private:
     struct Route {
