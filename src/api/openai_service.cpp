@@ -195,6 +195,9 @@ void OpenAiService::preprocess(PendingGeneration& job) {
         reply_error(job.request, job.writer,
                     {.http_status = 500, .message = std::string("internal error: ") + e.what(), .type = "server_error"},
                     job.key);
+    } catch (...) {
+        reply_error(job.request, job.writer, {.http_status = 500, .message = "internal error", .type = "server_error"},
+                    job.key);
     }
 }
 
