@@ -11,6 +11,7 @@
 #include "api/access_observer.h"
 #include "api/http/http_server.h"
 #include "api/openai_service.h"
+#include "api/preprocess_pool.h"
 #include "executor/runner_factory.h"
 #include "model/checkpoint.h"
 #include "model_files.h"
@@ -37,6 +38,7 @@ struct LoadedModel {
     ChatTemplateFiles chat;
     std::unique_ptr<api::PromptBuilder> prompts;
     std::unique_ptr<engine::Engine> engine;
+    std::unique_ptr<api::PreprocessPool> preprocess;  // its tasks submit to `engine`: stopped first
     std::vector<int32_t> eos_ids;
 };
 
@@ -113,11 +115,15 @@ Status start_engine(const ServeOptions& o, const Frontend& f, LoadedModel& m) {
     engine_config.max_model_len = o.max_model_len;
     engine_config.output_deny_list = f.deny_list.phrases();
     m.engine = std::make_unique<engine::Engine>(std::move(runner).value(), *m.tokenizer, engine_config);
+    const int num_cores = static_cast<int>(std::thread::hardware_concurrency());
+    m.preprocess = std::make_unique<api::PreprocessPool>(api::PreprocessPoolConfig{
+        .num_workers = api::PreprocessPool::default_num_workers(num_cores, o.http.num_io_threads, o.num_threads)});
     return ok_status();
 }
 
 api::ServiceDeps service_deps(Frontend& f, LoadedModel& m) {
     return {.engine = m.engine.get(),
+            .preprocess = m.preprocess.get(),
             .tokenizer = m.tokenizer.get(),
             .prompts = m.prompts.get(),
             .keys = &f.keys,
@@ -181,6 +187,9 @@ int serve_main(const CliArgs& flags) {
     signals.wait();
     (*server)->wait();
     front.metrics.set_engine_gauges_source(nullptr);
+    // Every connection is closed now: queued preprocessing tasks have no one to answer and are
+    // dropped; running ones finish (and may still submit) before the engine goes.
+    model.preprocess->stop();
     model.engine.reset();  // cancels what is left
     if (front.access_log) front.access_log->flush();
     std::fprintf(stderr, "hichat serve: stopped\n");

@@ -45,10 +45,7 @@ GenerationSink::GenerationSink(std::shared_ptr<ResponseWriter> writer, ResponseI
       record_(std::move(record)),
       lease_(std::move(lease)),
       arrival_(std::chrono::steady_clock::now()) {
-    if (stream_) {
-        delta_format_ = delta_chunk_format(ids_);
-        writer_->start_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}, {"X-Request-Id", ids_.id}});
-    }
+    if (stream_) delta_format_ = delta_chunk_format(ids_);
 }
 
 void GenerationSink::on_event(engine::TokenEvent event) {
@@ -76,6 +73,11 @@ void GenerationSink::observe_token_timing() {
 // is held back), so that clients can measure inter-token latency. An error ends the stream with an
 // error event in place of the finish and usage chunks.
 void GenerationSink::write_stream(const engine::TokenEvent& event, const std::optional<ApiError>& error) {
+    // The stream starts with the engine's first event, so that a request the engine refuses (queue
+    // full, shutting down) still gets its HTTP error status.
+    if (!writer_->response_started()) {
+        writer_->start_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}, {"X-Request-Id", ids_.id}});
+    }
     if (!event.token_ids.empty() || !event.text.empty()) {
         writer_->write(delta_chunk(delta_format_, event.text, first_chunk_));
         first_chunk_ = false;

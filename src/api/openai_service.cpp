@@ -8,6 +8,7 @@
 
 #include "api/chat_page.h"
 #include "api/generation_sink.h"
+#include "base/check.h"
 
 namespace hichat::api {
 namespace {
@@ -16,11 +17,39 @@ int64_t unix_seconds() {
     return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+// Logged and counted like the engine's requests whose client left; nothing reaches the client.
+ApiError client_closed_error() {
+    return {.http_status = 499, .message = "the client closed the connection", .code = "client_closed"};
+}
+
+// The pool's gauges in the Prometheus text format, after the registry's.
+std::string preprocess_gauges_text(const PreprocessPoolStats& s) {
+    std::string out;
+    auto gauge = [&out](const char* name, const char* help, int value) {
+        out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n" + name + " " +
+               std::to_string(value) + "\n";
+    };
+    gauge("hichat_preprocess_workers", "Threads that parse and tokenize generation requests.", s.num_workers);
+    gauge("hichat_preprocess_tasks_running", "Generation requests being parsed and tokenized now.", s.num_tasks_running);
+    gauge("hichat_preprocess_tasks_queued", "Generation requests waiting for a preprocessing thread.", s.num_tasks_queued);
+    return out;
+}
+
 }  // namespace
+
+struct OpenAiService::PendingGeneration {
+    Endpoint endpoint;
+    HttpRequest request;   // taken from the server's; the body moves on to the parser
+    WriterPtr writer;
+    std::optional<KeyId> key;
+    QuotaLease lease;      // moves into the GenerationSink; released with the job otherwise
+    engine::Clock::time_point arrival;
+};
 
 OpenAiService::OpenAiService(ServiceConfig config) : config_(std::move(config)), id_salt_(std::random_device{}()) {}
 
 void OpenAiService::attach(ServiceDeps deps) {
+    CHECK(deps.preprocess != nullptr) << "OpenAiService needs a PreprocessPool";
     deps_ = deps;
     ready_.store(true, std::memory_order_release);
 }
@@ -31,9 +60,9 @@ void OpenAiService::add_routes(Router& router) {
     router.add("GET", "/v1/models/*", [this](const HttpRequest& r, WriterPtr w) { handle_model(r, w); });
     router.add("GET", "/metrics", [this](const HttpRequest& r, WriterPtr w) { handle_metrics(r, w); });
     router.add("POST", "/v1/chat/completions",
-               [this](const HttpRequest& r, WriterPtr w) { handle_generation(Endpoint::kChatCompletions, r, w); });
+               [this](HttpRequest& r, WriterPtr w) { handle_generation(Endpoint::kChatCompletions, r, w); });
     router.add("POST", "/v1/completions",
-               [this](const HttpRequest& r, WriterPtr w) { handle_generation(Endpoint::kCompletions, r, w); });
+               [this](HttpRequest& r, WriterPtr w) { handle_generation(Endpoint::kCompletions, r, w); });
     router.add("GET", "/", [](const HttpRequest&, WriterPtr w) {
         w->send(200, "text/html; charset=utf-8", std::string(chat_page_html()));
     });
@@ -87,7 +116,8 @@ void OpenAiService::handle_metrics(const HttpRequest& req, const WriterPtr& w) {
     std::optional<KeyId> key;
     if (!authenticate(req, w, key)) return;
     if (deps_.metrics == nullptr) return reply_error(req, w, {.http_status = 404, .message = "metrics are off"}, key);
-    w->send(200, "text/plain; version=0.0.4; charset=utf-8", deps_.metrics->render());
+    w->send(200, "text/plain; version=0.0.4; charset=utf-8",
+            deps_.metrics->render() + preprocess_gauges_text(deps_.preprocess->stats()));
 }
 
 bool OpenAiService::authenticate(const HttpRequest& req, const WriterPtr& w, std::optional<KeyId>& key) {
@@ -144,58 +174,115 @@ std::optional<ApiError> OpenAiService::check_lengths(const GenerationRequest& g,
     return std::nullopt;
 }
 
-// Validates, tokenizes and submits; the answer comes from the engine thread through a GenerationSink.
-void OpenAiService::handle_generation(Endpoint endpoint, const HttpRequest& req, const WriterPtr& w) {
+// The I/O thread's part of a generation request: admission only (API key, quota), then the request
+// (its body moved, never copied) goes to the pool.
+void OpenAiService::handle_generation(Endpoint endpoint, HttpRequest& req, const WriterPtr& w) {
     if (!ready()) return reply_error(req, w, {.http_status = 503, .message = "the model is loading", .type = "server_error"}, {});
     std::optional<KeyId> key;
     if (!authenticate(req, w, key)) return;
     QuotaLease lease;
-    if (deps_.quotas != nullptr && key) {
-        Admission a = deps_.quotas->admit(*key, std::chrono::steady_clock::now());
-        if (!a.ok) {
-            return reply_error(req, w, {.http_status = 429, .message = a.reason, .type = "rate_limit_error",
-                                        .code = "rate_limit_exceeded"},
-                               key, {{"Retry-After", std::to_string(a.retry_after_s)}});
-        }
-        lease = QuotaLease(*deps_.quotas, *key);
+    if (!admit_quota(req, w, key, lease)) return;
+    auto job = std::make_shared<PendingGeneration>(
+        PendingGeneration{endpoint, std::move(req), w, key, std::move(lease), engine::Clock::now()});
+    switch (deps_.preprocess->post([this, job] { preprocess(*job); })) {
+        case PreprocessPool::Admission::kAccepted:
+            return;
+        case PreprocessPool::Admission::kQueueFull:
+            return reply_error(job->request, w,
+                               {.http_status = 429, .message = "the server is busy: preprocessing queue is full",
+                                .type = "rate_limit_error", .code = "queue_full"},
+                               key, {{"Retry-After", "1"}});
+        case PreprocessPool::Admission::kStopped:
+            return reply_error(job->request, w,
+                               {.http_status = 503, .message = "the server is shutting down", .type = "server_error"},
+                               key, {{"Retry-After", "5"}});
     }
-    GenerationRequest g;
-    if (auto e = parse_generation_request(endpoint, req.body, g)) return reply_error(req, w, *e, key);
-    if (auto e = check_input(g)) return reply_error(req, w, *e, key);
-    if (auto e = g.sampling.validate(); !e.ok()) return reply_error(req, w, bad_field("", e.message()), key);
-    std::vector<int32_t> prompt;
-    if (auto e = deps_.prompts->build(g, prompt)) return reply_error(req, w, *e, key);
-    int max_tokens = 0;
-    if (auto e = check_lengths(g, static_cast<int>(prompt.size()), max_tokens)) return reply_error(req, w, *e, key);
+}
 
+bool OpenAiService::admit_quota(const HttpRequest& req, const WriterPtr& w, const std::optional<KeyId>& key,
+                                QuotaLease& lease) {
+    if (deps_.quotas == nullptr || !key) return true;
+    Admission a = deps_.quotas->admit(*key, std::chrono::steady_clock::now());
+    if (!a.ok) {
+        reply_error(req, w, {.http_status = 429, .message = a.reason, .type = "rate_limit_error", .code = "rate_limit_exceeded"},
+                    key, {{"Retry-After", std::to_string(a.retry_after_s)}});
+        return false;
+    }
+    lease = QuotaLease(*deps_.quotas, *key);
+    return true;
+}
+
+// Pool thread. A request whose client left while it waited is dropped before any work on it.
+void OpenAiService::preprocess(PendingGeneration& job) {
+    if (job.writer->client_gone()) return reply_error(job.request, job.writer, client_closed_error(), job.key);
+    try {
+        preprocess_and_submit(job);
+    } catch (const std::exception& e) {
+        reply_error(job.request, job.writer,
+                    {.http_status = 500, .message = std::string("internal error: ") + e.what(), .type = "server_error"},
+                    job.key);
+    } catch (...) {
+        reply_error(job.request, job.writer, {.http_status = 500, .message = "internal error", .type = "server_error"},
+                    job.key);
+    }
+}
+
+// Pool thread: parses, validates, tokenizes and submits; errors are answered from here.
+void OpenAiService::preprocess_and_submit(PendingGeneration& job) {
+    const HttpRequest& req = job.request;
+    const WriterPtr& w = job.writer;
+    GenerationRequest g;
+    if (auto e = parse_generation_request(job.endpoint, std::move(job.request.body), g)) return reply_error(req, w, *e, job.key);
+    if (auto e = check_input(g)) return reply_error(req, w, *e, job.key);
+    if (auto e = g.sampling.validate(); !e.ok()) return reply_error(req, w, bad_field("", e.message()), job.key);
+    std::vector<int32_t> prompt;
+    if (auto e = deps_.prompts->build(g, prompt)) return reply_error(req, w, *e, job.key);
+    int max_tokens = 0;
+    if (auto e = check_lengths(g, static_cast<int>(prompt.size()), max_tokens)) return reply_error(req, w, *e, job.key);
+    // Tokenizing a large prompt takes a while: a client that left meanwhile costs the engine nothing.
+    if (w->client_gone()) return reply_error(req, w, client_closed_error(), job.key);
+    submit(job, make_engine_request(job, g, std::move(prompt), max_tokens));
+}
+
+engine::Request OpenAiService::make_engine_request(PendingGeneration& job, GenerationRequest& g,
+                                                   std::vector<int32_t> prompt, int max_tokens) {
     engine::Request r;
     r.id = {next_id_.fetch_add(1)};
-    const std::string id = request_id_text(endpoint, r.id.value);
     r.prompt = std::move(prompt);
     r.sampling = g.sampling;
     r.max_tokens = max_tokens;
-    r.stop = g.stop;
+    r.stop = std::move(g.stop);
     if (!g.ignore_eos) r.stop_token_ids = deps_.eos_token_ids;
     r.priority = g.priority;
+    r.arrival = job.arrival;  // time in the pool counts towards the deadline and the TTFT
     if (config_.request_timeout_s > 0) r.deadline = r.arrival + std::chrono::seconds(config_.request_timeout_s);
-    AccessRecord record{.ts = std::chrono::system_clock::now(), .request_id = id, .key_id = key,
-                        .method = req.method, .path = req.target, .remote = req.remote};
+    const std::string id = request_id_text(job.endpoint, r.id.value);
+    AccessRecord record{.ts = std::chrono::system_clock::now(), .request_id = id, .key_id = job.key,
+                        .method = job.request.method, .path = job.request.target, .remote = job.request.remote};
     r.sink = std::make_shared<GenerationSink>(
-        w, ResponseIds{id, unix_seconds(), config_.served_model_name, endpoint}, g.stream, g.include_usage,
-        SinkContext{deps_.metrics, deps_.quotas}, std::move(record), std::move(lease));
+        job.writer, ResponseIds{id, unix_seconds(), config_.served_model_name, job.endpoint}, g.stream, g.include_usage,
+        SinkContext{deps_.metrics, deps_.quotas}, std::move(record), std::move(job.lease));
+    return r;
+}
+
+// Pool thread. The cancellation is wired after submit: a client that left before it is seen by
+// on_client_gone(), which then cancels at once (Engine::cancel of an unknown id would be lost).
+void OpenAiService::submit(PendingGeneration& job, engine::Request r) {
     const engine::RequestId request_id = r.id;
     engine::Engine* engine = deps_.engine;
     switch (engine->submit(std::move(r))) {
         case engine::Engine::Admission::kAccepted:
-            w->on_client_gone([engine, request_id] { engine->cancel(request_id); });
+            job.writer->on_client_gone([engine, request_id] { engine->cancel(request_id); });
             return;
         case engine::Engine::Admission::kQueueFull:
-            return reply_error(req, w, {.http_status = 429, .message = "the server is busy: request queue is full",
-                                        .type = "rate_limit_error", .code = "queue_full"},
-                               key, {{"Retry-After", "1"}});
+            return reply_error(job.request, job.writer,
+                               {.http_status = 429, .message = "the server is busy: request queue is full",
+                                .type = "rate_limit_error", .code = "queue_full"},
+                               job.key, {{"Retry-After", "1"}});
         case engine::Engine::Admission::kStopped:
-            return reply_error(req, w, {.http_status = 503, .message = "the server is shutting down", .type = "server_error"},
-                               key, {{"Retry-After", "5"}});
+            return reply_error(job.request, job.writer,
+                               {.http_status = 503, .message = "the server is shutting down", .type = "server_error"},
+                               job.key, {{"Retry-After", "5"}});
     }
 }
 

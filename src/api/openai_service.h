@@ -1,7 +1,10 @@
 // OpenAiService: the OpenAI-compatible endpoints on top of the engine. Translates HTTP + JSON into
 // engine::Request and engine events into responses; nothing below it sees HTTP or JSON.
-// Handlers run on I/O threads and never block: generation answers from the engine thread through a
-// GenerationSink. The service, and everything its deps point to, must outlive the HTTP server.
+// Handlers run on I/O threads and never block: a generation request is admitted there (API key,
+// quota) and handed to the PreprocessPool, whose worker parses it, tokenizes it and submits it to the
+// engine; the answer comes from the engine thread through a GenerationSink (or from the worker, for
+// errors). The service, and everything its deps point to, must outlive the HTTP server and the
+// pool's stop().
 #pragma once
 
 #include <atomic>
@@ -11,9 +14,11 @@
 #include "api/auth/api_key_store.h"
 #include "api/auth/deny_list.h"
 #include "api/auth/metrics.h"
+#include "api/auth/quota_lease.h"
 #include "api/auth/quota_limiter.h"
 #include "api/http/router.h"
 #include "api/openai_request.h"
+#include "api/preprocess_pool.h"
 #include "api/prompt_builder.h"
 #include "engine/engine.h"
 
@@ -21,6 +26,7 @@ namespace hichat::api {
 
 struct ServiceDeps {
     engine::Engine* engine = nullptr;
+    PreprocessPool* preprocess = nullptr;  // required: where generation requests are tokenized
     const tokenizer::Tokenizer* tokenizer = nullptr;
     const PromptBuilder* prompts = nullptr;
     const ApiKeyStore* keys = nullptr;     // empty store: no authentication
@@ -52,7 +58,16 @@ private:
     void handle_models(const HttpRequest& req, const WriterPtr& w);
     void handle_model(const HttpRequest& req, const WriterPtr& w);  // GET /v1/models/{id}
     void handle_metrics(const HttpRequest& req, const WriterPtr& w);
-    void handle_generation(Endpoint endpoint, const HttpRequest& req, const WriterPtr& w);
+    void handle_generation(Endpoint endpoint, HttpRequest& req, const WriterPtr& w);  // takes req's body
+
+    // A generation request between its admission (I/O thread) and Engine::submit (pool thread).
+    struct PendingGeneration;
+    void preprocess(PendingGeneration& job);
+    void preprocess_and_submit(PendingGeneration& job);
+    engine::Request make_engine_request(PendingGeneration& job, GenerationRequest& g,
+                                        std::vector<int32_t> prompt, int max_tokens);
+    void submit(PendingGeneration& job, engine::Request r);
+    bool admit_quota(const HttpRequest& req, const WriterPtr& w, const std::optional<KeyId>& key, QuotaLease& lease);
 
     // Sends 401 and returns false when keys are configured and the request has none that matches.
     bool authenticate(const HttpRequest& req, const WriterPtr& w, std::optional<KeyId>& key);

@@ -133,3 +133,23 @@ TEST(GenerationSink, EveryFinishIsAnOpenAiReasonOrAnError) {
 
 }  // namespace
 }  // namespace hichat::api
+
+namespace hichat::api {
+namespace {
+
+// A streamed request the engine refuses (queue full, shutting down) must still get its HTTP error: the
+// sink starts the stream with the engine's first event, not when it is made.
+TEST(GenerationSink, StreamStartsWithTheFirstEvent) {
+    auto connection = std::make_shared<RecordingSink>();
+    auto writer = std::make_shared<ResponseWriter>(connection);
+    GenerationSink sink(writer, {"chatcmpl-2", 1, "tiny", Endpoint::kChatCompletions}, /*stream=*/true,
+                        /*include_usage=*/false, SinkContext{nullptr, nullptr}, AccessRecord{}, QuotaLease());
+    EXPECT_FALSE(writer->response_started());
+    sink.on_event({.token_ids = {7}, .text = "hi", .num_prompt_tokens = 3, .num_generated_tokens = 1});
+    EXPECT_TRUE(writer->response_started());
+    ASSERT_FALSE(connection->parts.empty());
+    EXPECT_EQ(connection->parts.front().kind, ResponsePart::Kind::kStreamHead);
+}
+
+}  // namespace
+}  // namespace hichat::api

@@ -334,7 +334,7 @@ void Connection::dispatch() {
     // Pipelined bytes already buffered: they wait; otherwise watch the socket for a disconnect.
     if (buffer_.size() == 0) read_in_background();
     if (is_preflight(request)) return answer_preflight(request, !cors_origin_.empty(), *writer);
-    std::string_view route = context_.router->dispatch(request, writer);
+    std::string_view route = context_.router->dispatch(std::move(request), writer);
     exchange->set_route(std::string(route));
 }
 

@@ -14,7 +14,7 @@ bool matches(const std::string& route_path, bool is_prefix, const std::string& p
     return path.size() > route_path.size() && path.compare(0, route_path.size(), route_path) == 0;
 }
 
-void run_handler(const Handler& handler, const HttpRequest& request, const std::shared_ptr<ResponseWriter>& writer) {
+void run_handler(const Handler& handler, HttpRequest& request, const std::shared_ptr<ResponseWriter>& writer) {
     std::string error;
     try {
         handler(request, writer);
@@ -60,7 +60,7 @@ std::vector<const Router::Route*> Router::routes_for_path(const std::string& pat
     return out;
 }
 
-std::string_view Router::dispatch(const HttpRequest& request, const std::shared_ptr<ResponseWriter>& writer) const {
+std::string_view Router::dispatch(HttpRequest request, const std::shared_ptr<ResponseWriter>& writer) const {
     std::vector<const Route*> candidates = routes_for_path(request.path);
     if (candidates.empty()) {
         send_error(*writer, 404, "no route for " + request.method + " " + request.path, "unknown_url");

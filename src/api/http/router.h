@@ -17,7 +17,9 @@ namespace hichat::api {
 
 // Runs on an I/O thread: it must not block. Long work (generation) keeps the writer and answers
 // from another thread. Exceptions escaping a handler become a 500 if no response was started.
-using Handler = std::function<void(const HttpRequest& request, std::shared_ptr<ResponseWriter> writer)>;
+// The request is the handler's to take from (e.g. move the body to another thread): the server
+// drops it when the handler returns. A handler that only reads it may take `const HttpRequest&`.
+using Handler = std::function<void(HttpRequest& request, std::shared_ptr<ResponseWriter> writer)>;
 
 class Router {
 public:
@@ -31,7 +33,7 @@ public:
     // path), 405 (path known, method not; with an Allow header), OPTIONS without a route of its own:
     // 204 with Allow. Returns the pattern of the matched path as given to add() ("/v1/models/*"),
     // "" for a 404; the view lives as long as the router.
-    std::string_view dispatch(const HttpRequest& request, const std::shared_ptr<ResponseWriter>& writer) const;
+    std::string_view dispatch(HttpRequest request, const std::shared_ptr<ResponseWriter>& writer) const;
 
 private:
     struct Route {

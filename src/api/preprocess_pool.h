@@ -1,0 +1,67 @@
+// PreprocessPool: worker threads that take the CPU-heavy part of a request off the I/O threads
+// (JSON parsing, the input deny-list, the chat template, tokenizing, length checks, Engine::submit),
+// so that an I/O thread never waits for a large prompt. A bounded FIFO of tasks; a full queue is
+// refused at once (the caller answers 429), never waited for.
+//
+// Ownership: owned by `hichat serve`; whatever the tasks point to must outlive stop().
+// Threads: post() and stats() from any thread; stop() and the destructor from one non-worker thread.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace hichat::api {
+
+struct PreprocessPoolConfig {
+    int num_workers = 2;   // >= 1
+    int max_queued = 128;  // tasks waiting for a worker beyond this are refused; >= 1
+};
+
+// One consistent snapshot (taken under the pool's lock), for /metrics.
+struct PreprocessPoolStats {
+    int num_workers = 0;
+    int num_tasks_running = 0;  // on a worker now
+    int num_tasks_queued = 0;   // waiting for a worker
+};
+
+class PreprocessPool {
+public:
+    explicit PreprocessPool(PreprocessPoolConfig config);  // starts the workers
+    ~PreprocessPool();                                     // stop()
+    PreprocessPool(const PreprocessPool&) = delete;
+    PreprocessPool& operator=(const PreprocessPool&) = delete;
+
+    // Workers for a machine of `num_cores` where the HTTP server runs `num_io_threads` and the CPU
+    // backend `num_compute_threads` (0: all cores): the cores they leave, at least 2 (so that one
+    // large prompt never holds up every other request) and at most 8.
+    static int default_num_workers(int num_cores, int num_io_threads, int num_compute_threads);
+
+    enum class Admission { kAccepted, kQueueFull, kStopped };
+    // Queues `task` for a worker. The task must not throw. When it is not accepted, `task` is
+    // destroyed before post() returns, on the caller's thread.
+    Admission post(std::function<void()> task);
+
+    // Takes no more tasks, destroys the queued ones without running them (on the calling thread),
+    // waits for the running ones to return and joins the workers. Idempotent.
+    void stop();
+
+    PreprocessPoolStats stats() const;
+
+private:
+    void worker_loop();
+
+    const PreprocessPoolConfig config_;
+    mutable std::mutex mu_;
+    std::condition_variable wake_;
+    std::deque<std::function<void()>> queue_;  // guarded by mu_
+    int num_running_ = 0;                      // guarded by mu_
+    bool stopping_ = false;                    // guarded by mu_
+    std::vector<std::thread> workers_;
+};
+
+}  // namespace hichat::api
