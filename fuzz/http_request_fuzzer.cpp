@@ -149,14 +149,16 @@ bool known_status(int s) {
 }
 
 // True if the response at the start of `bytes` is one to a HEAD request: its head announces a body
-// but the next response follows at once. (No body of the routes above starts with "HTTP/1.".)
+// but the next response follows at once, or the connection ends there. (No body of the routes above
+// starts with "HTTP/1."; a response cut right after its head would pass as a HEAD answer.)
 bool is_head_response(std::string_view bytes) {
     http::response_parser<http::empty_body> probe;
     probe.eager(false);  // stop after the head
     boost::beast::error_code ec;
     const size_t used = probe.put(boost::asio::buffer(bytes.data(), bytes.size()), ec);
     require(!ec && probe.is_header_done(), "bad response head: " + ec.message() + " in: " + std::string(bytes));
-    return !probe.is_done() && bytes.substr(used).rfind("HTTP/1.", 0) == 0;
+    const std::string_view rest = bytes.substr(used);
+    return !probe.is_done() && (rest.empty() || rest.rfind("HTTP/1.", 0) == 0);
 }
 
 // Parses the responses one after another; returns how many final (non-1xx) ones there were.
