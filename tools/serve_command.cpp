@@ -3,11 +3,11 @@
 #include <csignal>
 #include <cstdio>
 
-#include "api/auth/access_log.h"
-#include "api/auth/api_key_store.h"
-#include "api/auth/deny_list.h"
-#include "api/auth/metrics.h"
-#include "api/auth/quota_limiter.h"
+#include "api/telemetry/access_log.h"
+#include "api/policy/api_key_store.h"
+#include "api/policy/deny_list.h"
+#include "api/telemetry/metrics.h"
+#include "api/policy/quota_limiter.h"
 #include "api/access_observer.h"
 #include "api/http/http_server.h"
 #include "api/openai_service.h"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "api/auth/quota_config.h"
+#include "api/policy/quota_config.h"
 #include "api/http/http_server_config.h"
 #include "base/status.h"
 #include "cli_args.h"

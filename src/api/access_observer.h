@@ -5,8 +5,8 @@
 // the HTTP layer's facts (method, path, status, remote, bytes, duration) always win.
 #pragma once
 
-#include "api/auth/access_log.h"
-#include "api/auth/metrics.h"
+#include "api/telemetry/access_log.h"
+#include "api/telemetry/metrics.h"
 #include "api/http/exchange_record.h"
 
 namespace hichat::api {

@@ -9,10 +9,10 @@
 #include <optional>
 #include <string>
 
-#include "api/auth/access_record.h"
-#include "api/auth/metrics.h"
-#include "api/auth/quota_lease.h"
-#include "api/auth/quota_limiter.h"
+#include "api/telemetry/access_record.h"
+#include "api/telemetry/metrics.h"
+#include "api/policy/quota_lease.h"
+#include "api/policy/quota_limiter.h"
 #include "api/http/response_writer.h"
 #include "api/openai_response.h"
 #include "engine/request.h"

@@ -11,11 +11,11 @@
 #include <string>
 #include <vector>
 
-#include "api/auth/api_key_store.h"
-#include "api/auth/deny_list.h"
-#include "api/auth/metrics.h"
-#include "api/auth/quota_lease.h"
-#include "api/auth/quota_limiter.h"
+#include "api/policy/api_key_store.h"
+#include "api/policy/deny_list.h"
+#include "api/telemetry/metrics.h"
+#include "api/policy/quota_lease.h"
+#include "api/policy/quota_limiter.h"
 #include "api/http/router.h"
 #include "api/openai_request.h"
 #include "api/preprocess_pool.h"

@@ -1,10 +1,10 @@
-#include "api/auth/deny_list.h"
+#include "api/policy/deny_list.h"
 
 #include <gtest/gtest.h>
 
 #include <random>
 
-#include "temp_dir.h"
+#include "common/temp_dir.h"
 
 namespace hichat::api {
 namespace {

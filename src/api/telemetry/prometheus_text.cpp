@@ -1,4 +1,4 @@
-#include "api/auth/prometheus_text.h"
+#include "api/telemetry/prometheus_text.h"
 
 #include <charconv>
 #include <cmath>

@@ -8,8 +8,8 @@
 #include <string>
 #include <string_view>
 
-#include "api/auth/counter_family.h"
-#include "api/auth/histogram.h"
+#include "api/telemetry/counter_family.h"
+#include "api/telemetry/histogram.h"
 
 namespace hichat::api {
 

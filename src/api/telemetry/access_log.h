@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "api/auth/access_record.h"
+#include "api/telemetry/access_record.h"
 #include "base/status.h"
 
 namespace spdlog {

@@ -3,7 +3,7 @@
 
 #include <utility>
 
-#include "api/auth/quota_limiter.h"
+#include "api/policy/quota_limiter.h"
 
 namespace hichat::api {
 

@@ -1,6 +1,6 @@
-#include "api/auth/metrics.h"
+#include "api/telemetry/metrics.h"
 
-#include "api/auth/prometheus_text.h"
+#include "api/telemetry/prometheus_text.h"
 
 namespace hichat::api {
 namespace {

@@ -1,4 +1,4 @@
-#include "api/auth/access_log.h"
+#include "api/telemetry/access_log.h"
 
 #include <gtest/gtest.h>
 
@@ -6,8 +6,8 @@
 #include <random>
 #include <sstream>
 
-#include "api/auth/api_key_store.h"
-#include "temp_dir.h"
+#include "api/policy/api_key_store.h"
+#include "common/temp_dir.h"
 
 namespace hichat::api {
 namespace {

@@ -1,4 +1,4 @@
-#include "api/auth/quota_config.h"
+#include "api/policy/quota_config.h"
 
 #include <string>
 

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "api/auth/key_id.h"
+#include "api/policy/key_id.h"
 
 namespace hichat::api {
 

@@ -1,6 +1,6 @@
-#include "api/auth/counter_family.h"
+#include "api/telemetry/counter_family.h"
 
-#include "api/auth/prometheus_text.h"
+#include "api/telemetry/prometheus_text.h"
 #include "base/check.h"
 
 namespace hichat::api {

@@ -1,4 +1,4 @@
-#include "api/auth/config_lines.h"
+#include "api/policy/config_lines.h"
 
 #include <fcntl.h>
 #include <openssl/crypto.h>

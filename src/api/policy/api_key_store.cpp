@@ -1,9 +1,9 @@
-#include "api/auth/api_key_store.h"
+#include "api/policy/api_key_store.h"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
-#include "api/auth/config_lines.h"
+#include "api/policy/config_lines.h"
 #include "base/check.h"
 
 namespace hichat::api {

@@ -1,4 +1,4 @@
-#include "api/auth/access_record.h"
+#include "api/telemetry/access_record.h"
 
 #include <time.h>
 

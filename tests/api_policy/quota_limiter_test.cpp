@@ -1,4 +1,4 @@
-#include "api/auth/quota_lease.h"
+#include "api/policy/quota_lease.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "api/auth/access_log.h"
+#include "api/telemetry/access_log.h"
 
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>

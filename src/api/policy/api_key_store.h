@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "api/auth/key_id.h"
+#include "api/policy/key_id.h"
 #include "base/status.h"
 
 namespace hichat::api {

@@ -1,9 +1,9 @@
-#include "api/auth/deny_list.h"
+#include "api/policy/deny_list.h"
 
 #include <algorithm>
 #include <queue>
 
-#include "api/auth/config_lines.h"
+#include "api/policy/config_lines.h"
 
 namespace hichat::api {
 namespace {

@@ -1,4 +1,4 @@
-#include "api/auth/metrics.h"
+#include "api/telemetry/metrics.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <sstream>
 #include <thread>
 
-#include "api/auth/prometheus_text.h"
+#include "api/telemetry/prometheus_text.h"
 
 namespace hichat::api {
 namespace {

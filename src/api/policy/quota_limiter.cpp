@@ -1,4 +1,4 @@
-#include "api/auth/quota_limiter.h"
+#include "api/policy/quota_limiter.h"
 
 #include "base/check.h"
 

@@ -1,9 +1,9 @@
-#include "api/auth/histogram.h"
+#include "api/telemetry/histogram.h"
 
 #include <algorithm>
 #include <cmath>
 
-#include "api/auth/prometheus_text.h"
+#include "api/telemetry/prometheus_text.h"
 #include "base/check.h"
 
 namespace hichat::api {

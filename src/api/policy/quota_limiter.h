@@ -17,8 +17,8 @@
 #include <mutex>
 #include <string>
 
-#include "api/auth/key_id.h"
-#include "api/auth/quota_config.h"
+#include "api/policy/key_id.h"
+#include "api/policy/quota_config.h"
 
 namespace hichat::api {
 

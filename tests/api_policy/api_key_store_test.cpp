@@ -1,11 +1,11 @@
-#include "api/auth/api_key_store.h"
+#include "api/policy/api_key_store.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstring>
 
-#include "temp_dir.h"
+#include "common/temp_dir.h"
 
 namespace hichat::api {
 namespace {
