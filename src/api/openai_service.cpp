@@ -184,7 +184,8 @@ void OpenAiService::handle_generation(Endpoint endpoint, HttpRequest& req, const
     if (!admit_quota(req, w, key, lease)) return;
     auto job = std::make_shared<PendingGeneration>(
         PendingGeneration{endpoint, std::move(req), w, key, std::move(lease), engine::Clock::now()});
-    switch (deps_.preprocess->post([this, job] { preprocess(*job); })) {
+    const size_t cost = job->request.body.size();  // a small body takes the pool's small lane
+    switch (deps_.preprocess->post([this, job] { preprocess(*job); }, cost)) {
         case PreprocessPool::Admission::kAccepted:
             return;
         case PreprocessPool::Admission::kQueueFull:

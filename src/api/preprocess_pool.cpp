@@ -11,7 +11,11 @@ PreprocessPool::PreprocessPool(PreprocessPoolConfig config) : config_(config) {
     CHECK_GE(config_.num_workers, 1);
     CHECK_GE(config_.max_queued, 1);
     workers_.reserve(static_cast<size_t>(config_.num_workers));
-    for (int i = 0; i < config_.num_workers; ++i) workers_.emplace_back([this] { worker_loop(); });
+    // Worker 0 keeps a lane for small tasks when there is another worker for large ones.
+    for (int i = 0; i < config_.num_workers; ++i) {
+        const bool small_only = i == 0 && config_.num_workers > 1;
+        workers_.emplace_back([this, small_only] { worker_loop(small_only); });
+    }
 }
 
 PreprocessPool::~PreprocessPool() { stop(); }
@@ -22,26 +26,27 @@ int PreprocessPool::default_num_workers(int num_cores, int num_io_threads, int n
     return std::clamp(num_cores - num_io_threads - compute, 2, 8);
 }
 
-PreprocessPool::Admission PreprocessPool::post(std::function<void()> task) {
+PreprocessPool::Admission PreprocessPool::post(std::function<void()> task, size_t cost_bytes) {
     {
         std::lock_guard<std::mutex> lock(mu_);
         if (stopping_) return Admission::kStopped;
-        if (queue_.size() >= static_cast<size_t>(config_.max_queued)) return Admission::kQueueFull;
-        queue_.push_back(std::move(task));
+        if (num_queued_locked() >= static_cast<size_t>(config_.max_queued)) return Admission::kQueueFull;
+        (cost_bytes <= config_.small_task_bytes ? small_ : large_).push_back(std::move(task));
     }
-    wake_.notify_one();
+    wake_.notify_all();  // notify_one could wake only the small lane for a large task
     return Admission::kAccepted;
 }
 
-void PreprocessPool::worker_loop() {
+void PreprocessPool::worker_loop(bool small_only) {
     for (;;) {
         std::function<void()> task;
         {
             std::unique_lock<std::mutex> lock(mu_);
-            wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+            wake_.wait(lock, [&] { return stopping_ || !small_.empty() || (!small_only && !large_.empty()); });
             if (stopping_) return;  // stop() destroys what is still queued
-            task = std::move(queue_.front());
-            queue_.pop_front();
+            std::deque<std::function<void()>>& from = small_.empty() ? large_ : small_;
+            task = std::move(from.front());
+            from.pop_front();
             ++num_running_;
         }
         task();
@@ -52,14 +57,16 @@ void PreprocessPool::worker_loop() {
 }
 
 void PreprocessPool::stop() {
-    std::deque<std::function<void()>> dropped;
+    std::deque<std::function<void()>> dropped_small, dropped_large;
     {
         std::lock_guard<std::mutex> lock(mu_);
         stopping_ = true;
-        dropped.swap(queue_);
+        dropped_small.swap(small_);
+        dropped_large.swap(large_);
     }
     wake_.notify_all();
-    dropped.clear();  // outside the lock: a task's captures may take locks of their own
+    dropped_small.clear();  // outside the lock: a task's captures may take locks of their own
+    dropped_large.clear();
     for (auto& t : workers_) {
         if (t.joinable()) t.join();
     }
@@ -69,7 +76,7 @@ PreprocessPoolStats PreprocessPool::stats() const {
     std::lock_guard<std::mutex> lock(mu_);
     return {.num_workers = config_.num_workers,
             .num_tasks_running = num_running_,
-            .num_tasks_queued = static_cast<int>(queue_.size())};
+            .num_tasks_queued = static_cast<int>(num_queued_locked())};
 }
 
 }  // namespace hichat::api

@@ -1,7 +1,9 @@
 // PreprocessPool: worker threads that take the CPU-heavy part of a request off the I/O threads
 // (JSON parsing, the input deny-list, the chat template, tokenizing, length checks, Engine::submit),
-// so that an I/O thread never waits for a large prompt. A bounded FIFO of tasks; a full queue is
-// refused at once (the caller answers 429), never waited for.
+// so that an I/O thread never waits for a large prompt. Two bounded FIFOs: small tasks (a request body
+// of at most `small_task_bytes`) go before large ones, and with two or more workers one worker takes
+// only small tasks, so a small request never waits behind large prompts, however many are queued.
+// A full queue is refused at once (the caller answers 429), never waited for.
 //
 // Ownership: owned by `hichat serve`; whatever the tasks point to must outlive stop().
 // Threads: post() and stats() from any thread; stop() and the destructor from one non-worker thread.
@@ -20,6 +22,7 @@ namespace hichat::api {
 struct PreprocessPoolConfig {
     int num_workers = 2;   // >= 1
     int max_queued = 128;  // tasks waiting for a worker beyond this are refused; >= 1
+    size_t small_task_bytes = 64 << 10;  // a task of at most this cost is small
 };
 
 // One consistent snapshot (taken under the pool's lock), for /metrics.
@@ -42,9 +45,10 @@ public:
     static int default_num_workers(int num_cores, int num_io_threads, int num_compute_threads);
 
     enum class Admission { kAccepted, kQueueFull, kStopped };
-    // Queues `task` for a worker. The task must not throw. When it is not accepted, `task` is
-    // destroyed before post() returns, on the caller's thread.
-    Admission post(std::function<void()> task);
+    // Queues `task` for a worker; `cost_bytes` (the request body's size) makes it small or large.
+    // The task must not throw. When it is not accepted, `task` is destroyed before post() returns,
+    // on the caller's thread.
+    Admission post(std::function<void()> task, size_t cost_bytes);
 
     // Takes no more tasks, destroys the queued ones without running them (on the calling thread),
     // waits for the running ones to return and joins the workers. Idempotent.
@@ -53,12 +57,14 @@ public:
     PreprocessPoolStats stats() const;
 
 private:
-    void worker_loop();
+    void worker_loop(bool small_only);
+    size_t num_queued_locked() const { return small_.size() + large_.size(); }  // requires mu_
 
     const PreprocessPoolConfig config_;
     mutable std::mutex mu_;
     std::condition_variable wake_;
-    std::deque<std::function<void()>> queue_;  // guarded by mu_
+    std::deque<std::function<void()>> small_;  // guarded by mu_
+    std::deque<std::function<void()>> large_;  // guarded by mu_
     int num_running_ = 0;                      // guarded by mu_
     bool stopping_ = false;                    // guarded by mu_
     std::vector<std::thread> workers_;

@@ -26,6 +26,9 @@ std::function<void()> held_task(const Gate& gate, std::promise<void>& started) {
     };
 }
 
+constexpr size_t kSmall = 100;        // bytes: under small_task_bytes
+constexpr size_t kLarge = 4u << 20;   // bytes: over it
+
 TEST(PreprocessPool, DefaultWorkersAreTheCoresLeftInTwoToEight) {
     EXPECT_EQ(PreprocessPool::default_num_workers(2, 1, 1), 2);  // none left: the floor
     EXPECT_EQ(PreprocessPool::default_num_workers(16, 2, 14), 2);
@@ -46,7 +49,7 @@ TEST(PreprocessPool, RunsEveryTaskAndCountsThem) {
             num_done.fetch_add(1);
             d.set_value();
         };
-        ASSERT_EQ(pool.post(task), PreprocessPool::Admission::kAccepted);
+        ASSERT_EQ(pool.post(task, kSmall), PreprocessPool::Admission::kAccepted);
     }
     for (auto& f : finished) f.wait();
     EXPECT_EQ(num_done.load(), 50);
@@ -59,12 +62,12 @@ TEST(PreprocessPool, FullQueueIsRefusedAtOnceAndTheRefusedTaskIsDestroyed) {
     Gate gate;
     std::promise<void> started;
     std::future<void> has_started = started.get_future();
-    ASSERT_EQ(pool.post(held_task(gate, started)), PreprocessPool::Admission::kAccepted);
+    ASSERT_EQ(pool.post(held_task(gate, started), kSmall), PreprocessPool::Admission::kAccepted);
     has_started.wait();  // the only worker is held
-    EXPECT_EQ(pool.post([] {}), PreprocessPool::Admission::kAccepted);
-    EXPECT_EQ(pool.post([] {}), PreprocessPool::Admission::kAccepted);
+    EXPECT_EQ(pool.post([] {}, kSmall), PreprocessPool::Admission::kAccepted);
+    EXPECT_EQ(pool.post([] {}, kSmall), PreprocessPool::Admission::kAccepted);
     auto token = std::make_shared<int>(0);
-    EXPECT_EQ(pool.post([token] {}), PreprocessPool::Admission::kQueueFull);
+    EXPECT_EQ(pool.post([token] {}, kSmall), PreprocessPool::Admission::kQueueFull);
     EXPECT_EQ(token.use_count(), 1) << "a refused task must not be kept";
     PreprocessPoolStats s = pool.stats();
     EXPECT_EQ(s.num_tasks_running, 1);
@@ -83,12 +86,12 @@ TEST(PreprocessPool, StopDropsQueuedTasksAndWaitsForRunningOnes) {
         opened.wait();
         running_returned = true;
     };
-    ASSERT_EQ(pool.post(held), PreprocessPool::Admission::kAccepted);
+    ASSERT_EQ(pool.post(held, kSmall), PreprocessPool::Admission::kAccepted);
     has_started.wait();
     std::atomic<int> num_queued_ran{0};
     auto token = std::make_shared<int>(0);
     for (int i = 0; i < 3; ++i) {
-        ASSERT_EQ(pool.post([&num_queued_ran, token] { num_queued_ran.fetch_add(1); }),
+        ASSERT_EQ(pool.post([&num_queued_ran, token] { num_queued_ran.fetch_add(1); }, kSmall),
                   PreprocessPool::Admission::kAccepted);
     }
     auto stopped = std::async(std::launch::async, [&pool] { pool.stop(); });
@@ -99,8 +102,31 @@ TEST(PreprocessPool, StopDropsQueuedTasksAndWaitsForRunningOnes) {
     stopped.get();
     EXPECT_TRUE(running_returned.load());
     EXPECT_EQ(num_queued_ran.load(), 0);
-    EXPECT_EQ(pool.post([] {}), PreprocessPool::Admission::kStopped);
+    EXPECT_EQ(pool.post([] {}, kSmall), PreprocessPool::Admission::kStopped);
     pool.stop();  // idempotent
+}
+
+// The small lane: with every worker but the first held by large tasks and more large ones queued, a
+// small task still runs at once; the queued large ones wait for a general worker.
+TEST(PreprocessPool, SmallTaskRunsWhileLargeOnesHoldTheOtherWorkersAndQueue) {
+    PreprocessPool pool({.num_workers = 2, .max_queued = 8});
+    Gate gate;
+    std::promise<void> started;
+    std::future<void> has_started = started.get_future();
+    ASSERT_EQ(pool.post(held_task(gate, started), kLarge), PreprocessPool::Admission::kAccepted);
+    has_started.wait();  // the general worker is held
+    std::atomic<int> num_large_ran{0};
+    for (int i = 0; i < 3; ++i) {
+        ASSERT_EQ(pool.post([&num_large_ran] { num_large_ran.fetch_add(1); }, kLarge), PreprocessPool::Admission::kAccepted);
+    }
+    std::promise<void> small_done;
+    std::future<void> small_finished = small_done.get_future();
+    ASSERT_EQ(pool.post([&small_done] { small_done.set_value(); }, kSmall), PreprocessPool::Admission::kAccepted);
+    small_finished.wait();  // never returns if small tasks queue behind large ones
+    EXPECT_EQ(num_large_ran.load(), 0) << "the small lane must not take large tasks";
+    EXPECT_EQ(pool.stats().num_tasks_queued, 3);
+    gate.open.set_value();
+    pool.stop();
 }
 
 }  // namespace

@@ -68,22 +68,24 @@ test('the pool has at least two workers, all idle', async () => {
   assert.equal(await metric(server.url, 'hichat_preprocess_tasks_queued'), 0);
 });
 
-test('/health is answered while every worker holds a large prompt', async () => {
+// The pool keeps one worker for small bodies: numWorkers + 1 large prompts put numWorkers - 1 on the
+// other workers and queue 2.
+test('/health is answered while large prompts hold the workers and more are queued', async () => {
   const order = [];
-  const larges = Array.from({ length: numWorkers }, (_, i) => sendLarge(order, `large${i}`));
-  await waitForPool(order, numWorkers);
+  const larges = Array.from({ length: numWorkers + 1 }, (_, i) => sendLarge(order, `large${i}`));
+  await waitForPool(order, numWorkers - 1, 2);
   const health = await send(order, 'health', '/health');
   assert.equal(health.status, 200);
   assert.deepEqual(JSON.parse(health.text), { status: 'ok' });
   assert.equal(order[0], 'health', `order of answers: ${order}`);
   for (const r of await Promise.all(larges)) assertRefusedAsTooLong(r);
-  assert.equal(order.length, numWorkers + 1);
+  assert.equal(order.length, numWorkers + 2);
 });
 
-test('a small chat completes while large prompts hold every worker but one', async () => {
+test('a small chat completes while large prompts hold the workers and more are queued', async () => {
   const order = [];
-  const larges = Array.from({ length: numWorkers - 1 }, (_, i) => sendLarge(order, `large${i}`));
-  await waitForPool(order, numWorkers - 1);
+  const larges = Array.from({ length: numWorkers + 1 }, (_, i) => sendLarge(order, `large${i}`));
+  await waitForPool(order, numWorkers - 1, 2);
   const small = await send(order, 'small', '/v1/chat/completions',
     { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: chatBody('hi', 2) });
   assert.equal(small.status, 200, small.text);
@@ -98,13 +100,15 @@ test('a queued request whose client left is dropped before it reaches the engine
   const gone = await requestsWithCode(499);
   const promptTokens = await metric(server.url, 'hichat_prompt_tokens_total');
   const order = [];
-  const larges = Array.from({ length: numWorkers }, (_, i) => sendLarge(order, `large${i}`));
-  await waitForPool(order, numWorkers);
+  const larges = Array.from({ length: numWorkers + 1 }, (_, i) => sendLarge(order, `large${i}`));
+  await waitForPool(order, numWorkers - 1, 2);
+  // A short prompt in a body padded past the small lane's 64 KiB, so that it queues behind the large ones.
   const abort = new AbortController();
   const queued = fetch(`${server.url}/v1/chat/completions`, {
-    method: 'POST', headers: { 'Content-Type': 'application/json' }, body: chatBody('hi', 2), signal: abort.signal,
+    method: 'POST', headers: { 'Content-Type': 'application/json' }, body: chatBody('hi', 2) + ' '.repeat(100 << 10),
+    signal: abort.signal,
   }).catch((e) => e);
-  await waitForPool(order, numWorkers, 1);
+  await waitForPool(order, numWorkers - 1, 3);
   abort.abort();
   assert.equal((await queued).name, 'AbortError');
   for (const r of await Promise.all(larges)) assertRefusedAsTooLong(r);
