@@ -126,9 +126,10 @@ Result<double> CliArgs::get_double(const std::string& name) const {
     const std::string text = it != values_.end() ? it->second : std::string((*f)->default_value);
     char* end = nullptr;
     const double v = std::strtod(text.c_str(), &end);
-    if (end == text.c_str() || *end != '\0' || !std::isfinite(v) || v < (*f)->min || v > (*f)->max) {
-        return invalid_argument("--" + name + " must be a number in [" + bound_text((*f)->min) + ", " +
-                                bound_text((*f)->max) + "], got '" + text + "'");
+    const bool below = (*f)->min_excluded ? v <= (*f)->min : v < (*f)->min;
+    if (end == text.c_str() || *end != '\0' || !std::isfinite(v) || below || v > (*f)->max) {
+        return invalid_argument("--" + name + " must be a number in " + ((*f)->min_excluded ? "(" : "[") +
+                                bound_text((*f)->min) + ", " + bound_text((*f)->max) + "], got '" + text + "'");
     }
     return v;
 }

@@ -28,6 +28,7 @@ struct FlagSpec {
     int max_per_online_core = 0;         // kInt: > 0: also at most this many times the online cores
     std::string_view default_note = {};  // shown instead of default_value when the default is computed
     bool required = false;               // parse() fails when it is missing
+    bool min_excluded = false;           // kNumber: the range is (min, max]
 };
 
 // The cores the OS has online (at least 1): the base of FlagSpec::max_per_online_core.

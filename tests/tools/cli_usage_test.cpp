@@ -125,3 +125,16 @@ TEST_F(CliTest, VersionNamesVersionCommitAndCuda) {
 
 }  // namespace
 }  // namespace hichat
+
+namespace hichat {
+namespace {
+
+// One range for top_p everywhere: the flag quotes the range the sampler accepts, (0, 1].
+TEST_F(CliTest, TopPQuotesTheSamplersRange) {
+    auto r = run("generate --model " + make_model_dir() + " --prompt hi --max-tokens 1 --top-p 0");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_TRUE(contains(r.err, "--top-p must be a number in (0, 1], got '0'")) << r.err;
+}
+
+}  // namespace
+}  // namespace hichat
