@@ -1,5 +1,7 @@
 #include "model/model_config.h"
 
+#include <cmath>
+
 #include <cstdint>
 #include <string>
 
@@ -104,8 +106,11 @@ Status read_sizes(const JsonFields& f, ModelConfig& cfg) {
 Status read_norm_and_activation(const JsonFields& f, ModelConfig& cfg) {
     Result<double> eps = f.get_number_or("rms_norm_eps", 1e-6);  // 1e-6 in all four configs
     if (!eps.ok()) return eps.status();
-    if (!(*eps > 0.0)) return f.error("rms_norm_eps", "must be positive");
     cfg.rms_norm_eps = static_cast<float>(*eps);
+    // Checked as the float the kernels use: 1e-55 is positive as a double but 0 as a float.
+    if (!(cfg.rms_norm_eps > 0.0f) || !std::isfinite(cfg.rms_norm_eps)) {
+        return f.error("rms_norm_eps", "must be a positive float");
+    }
     Result<std::string> act = f.get_string_or("hidden_act", "silu");
     if (!act.ok()) return act.status();
     if (*act != "silu") {

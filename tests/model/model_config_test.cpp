@@ -288,3 +288,16 @@ TEST(ModelConfigErrors, UnsupportedActivationAndDtype) {
 
 }  // namespace
 }  // namespace hichat::model
+
+namespace hichat::model {
+namespace {
+
+// Found by model_config_fuzzer: 1e-55 is a positive double but 0 as the float the kernels use.
+TEST(ModelConfig, RmsNormEpsThatUnderflowsAFloatIsRefused) {
+    Json j = base_config();
+    j["rms_norm_eps"] = 1e-55;
+    parse_error(j, {"rms_norm_eps", "positive float"});
+}
+
+}  // namespace
+}  // namespace hichat::model
