@@ -47,7 +47,7 @@ def tensor_shapes(c):
         yield p + "mlp.up_proj.weight", (f, h)
         yield p + "mlp.down_proj.weight", (h, f)
     yield "model.norm.weight", (h,)
-    if not c["tie_word_embeddings"]:
+    if not c.get("tie_word_embeddings", False):
         yield "lm_head.weight", (v, h)
 
 

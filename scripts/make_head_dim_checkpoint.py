@@ -24,28 +24,11 @@ import struct
 import sys
 from array import array
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_bench_checkpoint import tensor_shapes  # noqa: E402 (the same Llama tensor names and shapes)
+
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "generation_config.json", "tokenizer.model",
                    "special_tokens_map.json")
-
-
-def tensor_shapes(c):
-    h, f, v, d = c["hidden_size"], c["intermediate_size"], c["vocab_size"], c["head_dim"]
-    q, kv = c["num_attention_heads"] * d, c["num_key_value_heads"] * d
-    yield "model.embed_tokens.weight", (v, h)
-    for i in range(c["num_hidden_layers"]):
-        p = f"model.layers.{i}."
-        yield p + "input_layernorm.weight", (h,)
-        yield p + "self_attn.q_proj.weight", (q, h)
-        yield p + "self_attn.k_proj.weight", (kv, h)
-        yield p + "self_attn.v_proj.weight", (kv, h)
-        yield p + "self_attn.o_proj.weight", (h, q)
-        yield p + "post_attention_layernorm.weight", (h,)
-        yield p + "mlp.gate_proj.weight", (f, h)
-        yield p + "mlp.up_proj.weight", (f, h)
-        yield p + "mlp.down_proj.weight", (h, f)
-    yield "model.norm.weight", (h,)
-    if not c.get("tie_word_embeddings", False):
-        yield "lm_head.weight", (v, h)
 
 
 def bf16_bits(x):

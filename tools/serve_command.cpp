@@ -133,13 +133,17 @@ api::ServiceDeps service_deps(Frontend& f, LoadedModel& m) {
             .eos_token_ids = m.eos_ids};
 }
 
-void wire_engine_gauges(Frontend& f, engine::Engine& e) {
-    f.metrics.set_engine_gauges_source([&e] {
+void wire_engine_gauges(Frontend& f, engine::Engine& e, const api::PreprocessPool& pool) {
+    f.metrics.set_engine_gauges_source([&e, &pool] {
         engine::EngineStats s = e.stats();
+        api::PreprocessPoolStats p = pool.stats();
         return api::EngineGauges{.num_requests_waiting = s.num_waiting,
                                  .num_requests_running = s.num_running,
                                  .num_kv_blocks_used = s.num_kv_blocks_used,
-                                 .num_kv_blocks_free = s.num_kv_blocks_free};
+                                 .num_kv_blocks_free = s.num_kv_blocks_free,
+                                 .num_preprocess_workers = p.num_workers,
+                                 .num_preprocess_tasks_running = p.num_tasks_running,
+                                 .num_preprocess_tasks_queued = p.num_tasks_queued};
     });
 }
 
@@ -180,7 +184,7 @@ int serve_main(const CliArgs& flags) {
         (*server)->wait();
         return fail(s);
     }
-    wire_engine_gauges(front, *model.engine);
+    wire_engine_gauges(front, *model.engine, *model.preprocess);
     service.attach(service_deps(front, model));
     std::fprintf(stderr, "hichat serve: ready: model '%s', context %d tokens\n", opts->served_model_name.c_str(),
                  model.engine->max_context_tokens());

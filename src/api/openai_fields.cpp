@@ -1,6 +1,7 @@
 #include "api/openai_fields.h"
 
 #include <algorithm>
+#include <array>
 
 #include <nlohmann/json.hpp>
 
@@ -28,15 +29,14 @@ bool is_text_format(const Json& v) {  // {"type": "text"}; value() would throw o
     return v.is_object() && v.size() == 1 && v.begin().key() == "type" && *v.begin() == "text";
 }
 
-// The chat completions request body (OpenAI's schema as of 2025, plus HiChat's vLLM extensions).
-constexpr FieldRule kChatRules[] = {
-    {"messages", kImplemented},
+// The fields both request bodies share (OpenAI's schema as of 2025, plus HiChat's vLLM extensions).
+constexpr std::array kSharedRules = std::to_array<FieldRule>({
     {"model", kImplemented},
     {"frequency_penalty", kImplemented},
     {"presence_penalty", kImplemented},
     {"max_tokens", kImplemented},
-    {"max_completion_tokens", kImplemented},
-    {"n", kImplemented},  // 1 only: the parser refuses others as unsupported
+    {"max_completion_tokens", kImplemented},  // on completions too
+    {"n", kImplemented},                      // 1 only: the parser refuses others as unsupported
     {"seed", kImplemented},
     {"stop", kImplemented},
     {"stream", kImplemented},
@@ -49,6 +49,12 @@ constexpr FieldRule kChatRules[] = {
     {"ignore_eos", kImplemented},
     {"priority", kImplemented},
     {"user", kNoOp, is_string, "a string"},
+    {"logit_bias", kRefused, is_empty_object, "{}"},
+});
+
+// The chat completions request body: the shared fields and these.
+constexpr std::array kChatOnlyRules = std::to_array<FieldRule>({
+    {"messages", kImplemented},
     {"safety_identifier", kNoOp, is_string, "a string"},
     {"prompt_cache_key", kNoOp, is_string, "a string"},
     {"metadata", kNoOp, is_object, "an object"},
@@ -56,7 +62,6 @@ constexpr FieldRule kChatRules[] = {
     {"audio", kRefused, never, ""},
     {"function_call", kRefused, is_none_or_auto, "\"none\" or \"auto\""},
     {"functions", kRefused, is_empty_array, "[]"},
-    {"logit_bias", kRefused, is_empty_object, "{}"},
     {"logprobs", kRefused, is_false, "false"},
     {"top_logprobs", kRefused, is_zero, "0"},
     {"modalities", kRefused, is_text_only, "[\"text\"]"},
@@ -69,35 +74,27 @@ constexpr FieldRule kChatRules[] = {
     {"tools", kRefused, is_empty_array, "[]"},
     {"verbosity", kRefused, never, ""},
     {"web_search_options", kRefused, never, ""},
-};
+});
 
-// The legacy completions request body.
-constexpr FieldRule kCompletionRules[] = {
+// The legacy completions request body: the shared fields and these.
+constexpr std::array kCompletionOnlyRules = std::to_array<FieldRule>({
     {"prompt", kImplemented},
-    {"model", kImplemented},
-    {"frequency_penalty", kImplemented},
-    {"presence_penalty", kImplemented},
-    {"max_tokens", kImplemented},
-    {"max_completion_tokens", kImplemented},  // accepted here too, as on chat
-    {"n", kImplemented},
-    {"seed", kImplemented},
-    {"stop", kImplemented},
-    {"stream", kImplemented},
-    {"stream_options", kImplemented},
-    {"temperature", kImplemented},
-    {"top_p", kImplemented},
-    {"top_k", kImplemented},
-    {"min_p", kImplemented},
-    {"repetition_penalty", kImplemented},
-    {"ignore_eos", kImplemented},
-    {"priority", kImplemented},
-    {"user", kNoOp, is_string, "a string"},
     {"best_of", kRefused, is_one, "1"},
     {"echo", kRefused, is_false, "false"},
-    {"logit_bias", kRefused, is_empty_object, "{}"},
     {"logprobs", kRefused, never, ""},  // an integer: even 0 asks for the sampled token's logprob
     {"suffix", kRefused, is_empty_string, "\"\""},
-};
+});
+
+template <size_t N, size_t M>
+constexpr std::array<FieldRule, N + M> join(const std::array<FieldRule, N>& a, const std::array<FieldRule, M>& b) {
+    std::array<FieldRule, N + M> out{};
+    std::copy(a.begin(), a.end(), out.begin());
+    std::copy(b.begin(), b.end(), out.begin() + N);
+    return out;
+}
+
+constexpr auto kChatRules = join(kSharedRules, kChatOnlyRules);
+constexpr auto kCompletionRules = join(kSharedRules, kCompletionOnlyRules);
 
 // One chat message (every role's fields).
 constexpr FieldRule kMessageRules[] = {

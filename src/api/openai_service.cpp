@@ -22,19 +22,6 @@ ApiError client_closed_error() {
     return {.http_status = 499, .message = "the client closed the connection", .code = "client_closed"};
 }
 
-// The pool's gauges in the Prometheus text format, after the registry's.
-std::string preprocess_gauges_text(const PreprocessPoolStats& s) {
-    std::string out;
-    auto gauge = [&out](const char* name, const char* help, int value) {
-        out += std::string("# HELP ") + name + " " + help + "\n# TYPE " + name + " gauge\n" + name + " " +
-               std::to_string(value) + "\n";
-    };
-    gauge("hichat_preprocess_workers", "Threads that parse and tokenize generation requests.", s.num_workers);
-    gauge("hichat_preprocess_tasks_running", "Generation requests being parsed and tokenized now.", s.num_tasks_running);
-    gauge("hichat_preprocess_tasks_queued", "Generation requests waiting for a preprocessing thread.", s.num_tasks_queued);
-    return out;
-}
-
 }  // namespace
 
 struct OpenAiService::PendingGeneration {
@@ -117,7 +104,7 @@ void OpenAiService::handle_metrics(const HttpRequest& req, const WriterPtr& w) {
     if (!authenticate(req, w, key)) return;
     if (deps_.metrics == nullptr) return reply_error(req, w, {.http_status = 404, .message = "metrics are off"}, key);
     w->send(200, "text/plain; version=0.0.4; charset=utf-8",
-            deps_.metrics->render() + preprocess_gauges_text(deps_.preprocess->stats()));
+            deps_.metrics->render());
 }
 
 bool OpenAiService::authenticate(const HttpRequest& req, const WriterPtr& w, std::optional<KeyId>& key) {

@@ -69,6 +69,11 @@ void Metrics::render_gauges(std::string& out) const {
     gauge("hichat_num_requests_running", "Sequences in the running batch.", g.num_requests_running);
     gauge("hichat_kv_blocks_used", "KV cache blocks in use.", g.num_kv_blocks_used);
     gauge("hichat_kv_blocks_free", "KV cache blocks free.", g.num_kv_blocks_free);
+    gauge("hichat_preprocess_workers", "Threads that parse and tokenize generation requests.", g.num_preprocess_workers);
+    gauge("hichat_preprocess_tasks_running", "Generation requests being parsed and tokenized now.",
+          g.num_preprocess_tasks_running);
+    gauge("hichat_preprocess_tasks_queued", "Generation requests waiting for a preprocessing thread.",
+          g.num_preprocess_tasks_queued);
 }
 
 std::string Metrics::render() const {

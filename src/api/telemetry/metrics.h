@@ -13,13 +13,16 @@
 
 namespace hichat::api {
 
-// Engine state read once per scrape. The source must be callable from any thread (the engine
-// publishes these numbers through atomics or its own lock).
+// Engine and preprocessing state read once per scrape. The source must be callable from any thread
+// (the engine and the pool publish these numbers through atomics or their own locks).
 struct EngineGauges {
     int64_t num_requests_waiting = 0;  // queued, not yet scheduled
     int64_t num_requests_running = 0;  // sequences in the running batch
     int64_t num_kv_blocks_used = 0;
     int64_t num_kv_blocks_free = 0;
+    int64_t num_preprocess_workers = 0;       // threads that parse and tokenize generation requests
+    int64_t num_preprocess_tasks_running = 0;
+    int64_t num_preprocess_tasks_queued = 0;
 };
 
 class Metrics {
