@@ -37,6 +37,7 @@ struct TokenEvent {
     FinishReason finish = FinishReason::kNone;
     int num_prompt_tokens = 0;
     int num_generated_tokens = 0;    // so far, including token_ids
+    int num_cached_tokens = 0;       // prompt tokens whose KV came from the prefix cache (first admission)
     double ttft_ms = 0;              // arrival to first token; set once a token exists
 };
 
@@ -58,6 +59,9 @@ struct Request {
     int priority = 0;                        // lower runs first (vLLM convention); ages with waiting time
     Clock::time_point arrival = Clock::now();
     Clock::time_point deadline = Clock::time_point::max();
+    // Prefix-cache scope: requests share cached KV blocks only when their salts are equal. Set by the
+    // server from the API key's id, never from a client field; empty when no keys are configured.
+    std::string cache_salt;
     std::shared_ptr<TokenSink> sink;
 };
 

@@ -27,6 +27,7 @@ constexpr ArchitectureInfo kArchitectures[] = {
 
 constexpr int kQwen3DefaultHeadDim = 128;  // Qwen3Config.head_dim default when the field is absent
 constexpr int kMaxLayers = 1 << 12;  // far above any real model; keeps a corrupt value from exhausting memory
+constexpr int kMaxHeadDim = 1 << 12;  // real models use 64 to 256
 
 const ArchitectureInfo& info_of(Architecture arch) {
     for (const ArchitectureInfo& info : kArchitectures) {
@@ -202,6 +203,19 @@ Status validate(const JsonFields& f, const ModelConfig& cfg) {
     }
     if (cfg.head_dim % 2 != 0) {
         return f.error("head_dim", "must be even for rotary embeddings, got " + std::to_string(cfg.head_dim));
+    }
+    if (cfg.head_dim > kMaxHeadDim) {
+        return f.error("head_dim", "is " + std::to_string(cfg.head_dim) + ", more than the supported " +
+                                       std::to_string(kMaxHeadDim));
+    }
+    // Each parameter is a valid float, but together they can still leave a frequency of 0 or inf
+    // (a linear factor of 1e38 divides the lowest ones to 0): the kernels would rotate by NaN.
+    for (float freq : rope_inv_freq(cfg)) {
+        if (!(freq > 0.0f) || !std::isfinite(freq)) {
+            return invalid_argument(f.file() + ": the RoPE parameters (rope_theta " + std::to_string(cfg.rope_theta) +
+                                    ", scaling factor " + std::to_string(cfg.rope.factor) +
+                                    ") give a rotary frequency that is not a finite positive float");
+        }
     }
     return ok_status();
 }

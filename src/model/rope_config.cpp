@@ -1,5 +1,6 @@
 #include "model/rope_config.h"
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -36,8 +37,12 @@ Status read_rope_type(const JsonFields& params, RopeType* type) {
 Status read_positive_float(const JsonFields& params, const char* key, float* out) {
     Result<double> v = params.get_number(key);
     if (!v.ok()) return v.status();
-    if (!(*v > 0.0)) return params.error(key, "must be positive, got " + std::to_string(*v));
-    *out = static_cast<float>(*v);
+    // Checked as the float the kernels use: 1e-50 is positive as a double and 0 as a float.
+    const float f = static_cast<float>(*v);
+    if (!(f > 0.0f) || !std::isfinite(f)) {
+        return params.error(key, "must be a positive float, got " + std::to_string(*v));
+    }
+    *out = f;
     return ok_status();
 }
 
@@ -72,8 +77,11 @@ Status read_theta(const JsonFields& top, const JsonFields* params, float* theta)
     const JsonFields& source = params != nullptr && params->has("rope_theta") ? *params : top;
     Result<double> v = source.get_number_or("rope_theta", kDefaultRopeTheta);
     if (!v.ok()) return v.status();
-    if (!(*v > 1.0)) return source.error("rope_theta", "must be greater than 1, got " + std::to_string(*v));
-    *theta = static_cast<float>(*v);
+    const float f = static_cast<float>(*v);
+    if (!(f > 1.0f) || !std::isfinite(f)) {
+        return source.error("rope_theta", "must be a finite float greater than 1, got " + std::to_string(*v));
+    }
+    *theta = f;
     return ok_status();
 }
 
