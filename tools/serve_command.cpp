@@ -141,6 +141,12 @@ void wire_engine_gauges(Frontend& f, engine::Engine& e, const api::PreprocessPoo
                                  .num_requests_running = s.num_running,
                                  .num_kv_blocks_used = s.num_kv_blocks_used,
                                  .num_kv_blocks_free = s.num_kv_blocks_free,
+                                 .num_kv_blocks_cached = s.num_kv_blocks_cached,
+                                 .prefix_cache_queried_tokens = s.prefix_cache.queried_tokens,
+                                 .prefix_cache_hit_tokens = s.prefix_cache.hit_tokens,
+                                 .prefix_cache_preempted_queried_tokens = s.prefix_cache.preempted_queried_tokens,
+                                 .prefix_cache_preempted_hit_tokens = s.prefix_cache.preempted_hit_tokens,
+                                 .prefix_cache_evictions = s.prefix_cache_evictions,
                                  .num_preprocess_workers = p.num_workers,
                                  .num_preprocess_tasks_running = p.num_tasks_running,
                                  .num_preprocess_tasks_queued = p.num_tasks_queued};

@@ -76,6 +76,8 @@ constexpr FlagSpec kFlags[] = {
      .help = "where the model runs; auto: CUDA when a device is present"},
     {.name = "gpu-memory-fraction", .kind = FlagKind::kNumber, .value_name = "F", .default_value = "0.9",
      .help = "CUDA KV cache: this share of the GPU memory free after the weights", .min = 0.05, .max = 0.99},
+    {.name = "no-prefix-cache", .kind = FlagKind::kBool,
+     .help = "compute every prompt from scratch: no KV shared across requests (the cache is on by default)"},
 };
 // clang-format on
 
@@ -232,6 +234,7 @@ Result<ServeOptions> parse_serve_options(const CliArgs& flags) {
     o.deny_list_file = flags.get("deny-list");
     o.access_log = flags.get("access-log");
     o.http.cors.allowed_origins = flags.get_all("allowed-origin");
+    o.engine.prefix_cache = !flags.has("no-prefix-cache");
     for (const std::string& origin : o.http.cors.allowed_origins) {
         Status s = api::check_allowed_origin(origin);
         if (!s.ok()) return invalid_argument("--allowed-origin: " + s.message());

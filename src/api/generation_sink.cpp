@@ -1,6 +1,15 @@
 #include "api/generation_sink.h"
 
 namespace hichat::api {
+namespace {
+
+Usage usage_of(const engine::TokenEvent& event) {
+    return {.prompt_tokens = event.num_prompt_tokens,
+            .completion_tokens = event.num_generated_tokens,
+            .cached_tokens = event.num_cached_tokens};
+}
+
+}  // namespace
 
 std::string finish_reason_text(engine::FinishReason reason) {
     switch (reason) {
@@ -87,7 +96,7 @@ void GenerationSink::write_stream(const engine::TokenEvent& event, const std::op
         writer_->write(error_chunk(*error));
     } else {
         writer_->write(finish_chunk(ids_, finish_reason_text(event.finish)));
-        if (include_usage_) writer_->write(usage_chunk(ids_, {event.num_prompt_tokens, event.num_generated_tokens}));
+        if (include_usage_) writer_->write(usage_chunk(ids_, usage_of(event)));
     }
     writer_->write(kDoneChunk);
     writer_->finish();
@@ -111,7 +120,7 @@ void GenerationSink::finish(const engine::TokenEvent& event, const std::optional
         writer_->send(status, "application/json", error->to_json(), {{"X-Request-Id", ids_.id}});
     } else if (!stream_) {
         writer_->send(200, "application/json",
-                      completion_body(ids_, text_, reason, {event.num_prompt_tokens, event.num_generated_tokens}),
+                      completion_body(ids_, text_, reason, usage_of(event)),
                       {{"X-Request-Id", ids_.id}});
     }
     if (context_.metrics != nullptr) {

@@ -20,7 +20,8 @@ Json envelope(const ResponseIds& ids, bool chunk) {
 Json usage_json(const Usage& u) {
     return {{"prompt_tokens", u.prompt_tokens},
             {"completion_tokens", u.completion_tokens},
-            {"total_tokens", u.prompt_tokens + u.completion_tokens}};
+            {"total_tokens", u.prompt_tokens + u.completion_tokens},
+            {"prompt_tokens_details", {{"cached_tokens", u.cached_tokens}}}};
 }
 
 std::string sse(const Json& j) {

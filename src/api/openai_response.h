@@ -19,6 +19,7 @@ struct ResponseIds {
 struct Usage {
     int prompt_tokens = 0;
     int completion_tokens = 0;
+    int cached_tokens = 0;  // prompt tokens served from the prefix cache (prompt_tokens_details)
 };
 
 // Whole non-streamed response.

@@ -242,6 +242,8 @@ engine::Request OpenAiService::make_engine_request(PendingGeneration& job, Gener
     r.stop = std::move(g.stop);
     if (!g.ignore_eos) r.stop_token_ids = deps_.eos_token_ids;
     r.priority = g.priority;
+    // Keys never share cached KV (a shared prefix's timing would leak it); with no keys all share.
+    r.cache_salt = job.key ? job.key->value : "";
     r.arrival = job.arrival;  // time in the pool counts towards the deadline and the TTFT
     if (config_.request_timeout_s > 0) r.deadline = r.arrival + std::chrono::seconds(config_.request_timeout_s);
     const std::string id = request_id_text(job.endpoint, r.id.value);

@@ -51,6 +51,12 @@ scheduler::StepPlan Engine::Impl::plan_next(bool pipelined) {
 void Engine::Impl::sync_step() {
     scheduler::StepPlan plan = plan_next(/*pipelined=*/false);
     if (plan.empty()) {
+#ifndef NDEBUG
+        if (seqs_.empty()) {  // idle: the whole pool is free or cached
+            blocks_.check_invariants();
+            CHECK_EQ(blocks_.num_blocks_used(), 0) << "KV blocks held with no sequence left";
+        }
+#endif
         publish_stats();
         queue_.wait(std::chrono::milliseconds(20));
         return;
@@ -102,6 +108,7 @@ void Engine::Impl::admit_new_requests() {
     queue_.drain(requests, cancelled);
     for (Request& r : requests) {
         auto seq = std::make_unique<Sequence>(std::move(r), tokenizer_, config_.output_deny_list);
+        if (blocks_.prefix_caching()) seq->extend_block_keys(blocks_.block_size_tokens());
         // The API validates lengths; a request that still cannot fit ends at once instead of waiting forever.
         if (seq->num_prompt_tokens() == 0 || seq->num_prompt_tokens() >= max_context_tokens()) {
             finish(*seq, FinishReason::kLength, {}, {});
@@ -176,6 +183,7 @@ void Engine::Impl::on_token(Sequence& seq, int32_t token) {
     }
     seq.tokens[static_cast<size_t>(at)] = token;
     seq.num_tokens_known++;
+    if (blocks_.prefix_caching()) seq.extend_block_keys(blocks_.block_size_tokens());
     bool stopped = false, filtered = false;
     std::string text = seq.stop_matcher.push(seq.detokenizer.push(token), stopped);
     text = seq.filter_matcher.push(text, filtered);
@@ -199,6 +207,7 @@ void Engine::Impl::emit(Sequence& seq, std::vector<int32_t> token_ids, std::stri
     ev.finish = finish;
     ev.num_prompt_tokens = seq.num_prompt_tokens();
     ev.num_generated_tokens = seq.num_generated_tokens();
+    ev.num_cached_tokens = std::max(seq.state.num_prefix_hit_tokens, 0);
     if (seq.first_token_time != Clock::time_point{}) {
         ev.ttft_ms = std::chrono::duration<double, std::milli>(seq.first_token_time - seq.request.arrival).count();
     }
@@ -237,8 +246,12 @@ void Engine::Impl::publish_stats() {
         s.num_waiting += seq->state.status == scheduler::SeqStatus::kWaiting;
         s.num_running += seq->state.status == scheduler::SeqStatus::kRunning;
     }
+    s.num_kv_blocks_total = blocks_.num_blocks_total();
     s.num_kv_blocks_used = blocks_.num_blocks_used();
     s.num_kv_blocks_free = blocks_.num_blocks_free();
+    s.num_kv_blocks_cached = blocks_.num_blocks_cached();
+    s.prefix_cache_evictions = blocks_.counters().evictions;
+    s.prefix_cache = scheduler_.prefix_cache_stats();
     s.num_steps = num_steps_;
     s.num_preemptions = num_preemptions_;
     num_waiting_ = s.num_waiting;

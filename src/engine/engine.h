@@ -24,6 +24,7 @@ struct EngineConfig {
     int max_model_len = 0;                  // prompt + generation per request; 0: the model's context
     std::vector<std::string> output_deny_list;  // phrases that stop generation (content_filter)
     StepOverlap overlap = StepOverlap::kAuto;   // kOn also with a synchronous runner (tests)
+    bool prefix_cache = true;               // share the KV of full blocks across requests (same cache_salt)
 
     Status validate() const;
 };
@@ -32,8 +33,12 @@ struct EngineConfig {
 struct EngineStats {
     int num_waiting = 0;
     int num_running = 0;
-    int num_kv_blocks_used = 0;
-    int num_kv_blocks_free = 0;
+    int num_kv_blocks_total = 0;
+    int num_kv_blocks_used = 0;    // held by a sequence
+    int num_kv_blocks_free = 0;    // held by none (cached included): what can be allocated
+    int num_kv_blocks_cached = 0;  // held by none, KV still cached under its key
+    int64_t prefix_cache_evictions = 0;
+    scheduler::PrefixCacheStats prefix_cache;
     int64_t num_steps = 0;
     int64_t num_preemptions = 0;
 };

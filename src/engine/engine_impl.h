@@ -24,7 +24,7 @@ public:
         : runner_(std::move(runner)),
           tokenizer_(tokenizer),
           config_(config),
-          blocks_(runner_->num_kv_blocks(), runner_->kv_block_size_tokens()),
+          blocks_(runner_->num_kv_blocks(), runner_->kv_block_size_tokens(), config.prefix_cache),
           scheduler_(config.scheduler, blocks_),
           queue_(static_cast<size_t>(config.max_waiting)),
           overlap_(config.overlap == StepOverlap::kOn ||

@@ -30,6 +30,16 @@ struct Sequence {
     }
 
     int num_prompt_tokens() const { return static_cast<int>(request.prompt.size()); }
+    // Appends the prefix-cache keys of blocks whose tokens are all known now (prefix cache on).
+    void extend_block_keys(int block_size) {
+        auto& keys = state.block_keys;
+        while (static_cast<int>(keys.size() + 1) * block_size <= num_tokens_known) {
+            const kv::BlockHash parent = keys.empty() ? kv::root_block_hash(request.cache_salt) : keys.back();
+            const auto first = static_cast<size_t>(keys.size()) * static_cast<size_t>(block_size);
+            keys.push_back(kv::chain_block_hash(
+                parent, std::span<const int32_t>(tokens).subspan(first, static_cast<size_t>(block_size))));
+        }
+    }
     // Generated tokens whose ids are known (placeholders of steps in flight do not count).
     int num_generated_tokens() const { return num_tokens_known - num_prompt_tokens(); }
     std::span<const int32_t> generated() const {

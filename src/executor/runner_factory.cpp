@@ -32,6 +32,7 @@ CudaStepShape step_shape(const RunnerOptions& o) {
 int cpu_kv_blocks(const model::ModelConfig& cfg, const RunnerOptions& o, int context) {
     const int64_t per_block =
         CpuKvPool::bytes_per_token(cfg.num_layers, cfg.num_kv_heads, cfg.head_dim) * o.kv_block_size_tokens;
+    if (o.num_kv_blocks > 0) return o.num_kv_blocks;
     if (o.cpu_kv_cache_bytes > 0) return static_cast<int>(std::max<int64_t>(1, o.cpu_kv_cache_bytes / per_block));
     struct sysinfo si {};
     sysinfo(&si);
@@ -48,6 +49,7 @@ Result<std::unique_ptr<ModelRunner>> make_cuda_runner(const model::Checkpoint& c
 #ifdef HICHAT_HAVE_CUDA
     const CudaStepShape step = step_shape(o);
     auto r = CudaRunner::create(checkpoint, {.gpu_memory_fraction = o.gpu_memory_fraction,
+                                             .num_kv_blocks = o.num_kv_blocks,
                                              .kv_block_size_tokens = o.kv_block_size_tokens,
                                              .max_num_tokens_per_step = step.max_num_tokens_per_step,
                                              .max_num_seqs = step.max_num_seqs,

@@ -27,6 +27,8 @@ struct RunnerOptions {
     int max_num_tokens_per_step = 512;
     int max_context_tokens = 0;             // 0: the model's max_position_embeddings
     int kv_block_size_tokens = 16;
+    int num_kv_blocks = 0;                  // > 0: exactly this many KV blocks on either device (tests,
+                                            // benchmarks), in place of the memory budgets above
 };
 
 // Whether this build has the CUDA backend and this machine a device for it.

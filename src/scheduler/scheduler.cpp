@@ -37,6 +37,9 @@ StepPlan Scheduler::schedule(const std::vector<SeqState*>& seqs, std::chrono::st
         double pa = effective_priority(*a, now), pb = effective_priority(*b, now);
         return pa != pb ? pa < pb : a->arrival < b->arrival;
     });
+    // Blocks filled (and their tokens known) since the last step join the cache now, so that
+    // sequences admitted below can share them.
+    for (SeqState* s : running) blocks_.cache_full_blocks(s->blocks, s->block_keys, s->num_tokens_cached);
     StepPlan plan;
     int budget = config_.max_num_tokens_per_step;
     schedule_running(running, plan, budget);
@@ -64,12 +67,11 @@ void Scheduler::schedule_running(std::vector<SeqState*>& running, StepPlan& plan
                 }
             }
             if (!have_kv) {  // nothing else to evict: this one waits, with its KV freed
-                blocks_.release(seq->blocks);
-                seq->num_tokens_cached = 0;
-                seq->status = SeqStatus::kWaiting;
-                plan.preempted.push_back(seq);
+                preempt(*seq, plan);
                 continue;
             }
+            CHECK(blocks_.writable(seq->blocks, seq->num_tokens_cached, seq->num_tokens_cached + n))
+                << "sequence " << seq->id << " would write a block another sequence holds";
             plan.chunks.push_back({seq, n});
             budget -= n;
         }
@@ -91,10 +93,37 @@ bool Scheduler::preempt_one(std::vector<SeqState*>& running, const SeqState* kee
         if (c.seq == victim) budget += c.num_tokens;
         return c.seq == victim;
     });
-    blocks_.release(victim->blocks);
-    victim->num_tokens_cached = 0;
-    victim->status = SeqStatus::kWaiting;
-    plan.preempted.push_back(victim);
+    preempt(*victim, plan);
+    return true;
+}
+
+void Scheduler::preempt(SeqState& seq, StepPlan& plan) {
+    blocks_.cache_full_blocks(seq.blocks, seq.block_keys, seq.num_tokens_cached);
+    blocks_.release(seq.blocks);
+    seq.num_tokens_cached = 0;
+    seq.status = SeqStatus::kWaiting;
+    seq.preempted = true;
+    plan.preempted.push_back(&seq);
+}
+
+bool Scheduler::allocate_for_admission(SeqState& seq, int reserve) {
+    CHECK(seq.blocks.blocks.empty()) << "sequence " << seq.id << " waits holding KV";
+    const int bs = blocks_.block_size_tokens();
+    const std::vector<int32_t> hit = blocks_.find_cached_prefix(seq.block_keys, (seq.num_tokens - 1) / bs);
+    const int hit_blocks = static_cast<int>(hit.size());
+    const int needed = blocks_.num_blocks_for(seq.num_tokens) - hit_blocks + blocks_.num_unheld(hit);
+    if (blocks_.num_blocks_free() - needed < reserve) return false;
+    blocks_.acquire_cached(seq.blocks, hit);
+    CHECK(blocks_.grow(seq.blocks, seq.num_tokens));
+    seq.num_tokens_cached = hit_blocks * bs;
+    if (seq.preempted) {
+        prefix_stats_.preempted_queried_tokens += seq.num_tokens;
+        prefix_stats_.preempted_hit_tokens += seq.num_tokens_cached;
+    } else if (blocks_.prefix_caching()) {
+        prefix_stats_.queried_tokens += seq.num_tokens;
+        prefix_stats_.hit_tokens += seq.num_tokens_cached;
+    }
+    if (seq.num_prefix_hit_tokens < 0) seq.num_prefix_hit_tokens = seq.num_tokens_cached;
     return true;
 }
 
@@ -104,9 +133,7 @@ void Scheduler::admit_waiting(std::vector<SeqState*>& waiting, int num_running, 
     for (SeqState* seq : waiting) {
         if (std::find(plan.preempted.begin(), plan.preempted.end(), seq) != plan.preempted.end()) continue;
         if (num_running >= config_.max_num_seqs || budget <= 0) break;
-        const int needed = blocks_.num_blocks_for(seq->num_tokens) - static_cast<int>(seq->blocks.blocks.size());
-        if (blocks_.num_blocks_free() - needed < num_running) break;
-        CHECK(blocks_.grow(seq->blocks, seq->num_tokens));
+        if (!allocate_for_admission(*seq, /*reserve=*/num_running)) break;
         seq->status = SeqStatus::kRunning;
         seq->admission_order = next_admission_++;
         const int n = std::min({seq->num_tokens - seq->num_tokens_cached, config_.prefill_chunk_tokens, budget});
@@ -117,6 +144,7 @@ void Scheduler::admit_waiting(std::vector<SeqState*>& waiting, int num_running, 
 }
 
 void Scheduler::release(SeqState& seq) {
+    blocks_.cache_full_blocks(seq.blocks, seq.block_keys, seq.num_tokens_cached);
     blocks_.release(seq.blocks);
     seq.status = SeqStatus::kFinished;
 }

@@ -1,7 +1,9 @@
 // Scheduler: continuous (iteration-level) batching. Every step it lets every running sequence decode,
 // continues chunked prefills, and admits waiting sequences by effective priority while the token budget
 // and the KV blocks allow; when KV runs out it preempts the newest, least urgent sequence (its KV is
-// recomputed later). Engine thread only.
+// recomputed later, from the prefix cache where its blocks survive). An admitted sequence starts with
+// the longest cached prefix of its tokens (never its last token, whose logits must be computed) and
+// prefills only the rest. Engine thread only.
 #pragma once
 
 #include <chrono>
@@ -22,6 +24,13 @@ struct SchedulerConfig {
     Status validate() const;
 };
 
+// Prefix-cache lookups at admission, in tokens. Sequences admitted again after a preemption are
+// counted apart, so that finding their own KV again does not inflate the hit rate.
+struct PrefixCacheStats {
+    int64_t queried_tokens = 0, hit_tokens = 0;
+    int64_t preempted_queried_tokens = 0, preempted_hit_tokens = 0;
+};
+
 class Scheduler {
 public:
     Scheduler(const SchedulerConfig& config, kv::BlockManager& blocks);
@@ -31,8 +40,10 @@ public:
     // except to reset a preempted sequence's cache to 0.
     StepPlan schedule(const std::vector<SeqState*>& seqs, std::chrono::steady_clock::time_point now);
 
-    // Returns a finished or cancelled sequence's blocks.
+    // Returns a finished or cancelled sequence's blocks; its full blocks stay cached.
     void release(SeqState& seq);
+
+    const PrefixCacheStats& prefix_cache_stats() const { return prefix_stats_; }
 
 private:
     void schedule_running(std::vector<SeqState*>& running, StepPlan& plan, int& budget);
@@ -41,10 +52,16 @@ private:
     // already planned, is dropped and its tokens return to `budget`); false if there is none.
     bool preempt_one(std::vector<SeqState*>& running, const SeqState* keep, StepPlan& plan, int& budget);
     double effective_priority(const SeqState& s, std::chrono::steady_clock::time_point now) const;
+    // Frees a running sequence's KV (its full blocks stay cached) and sends it back to waiting.
+    void preempt(SeqState& seq, StepPlan& plan);
+    // Takes the longest cached prefix of `seq` and KV for the rest if the pool allows it while
+    // keeping `reserve` blocks free; false (nothing taken) otherwise.
+    bool allocate_for_admission(SeqState& seq, int reserve);
 
     SchedulerConfig config_;
     kv::BlockManager& blocks_;
     uint64_t next_admission_ = 0;
+    PrefixCacheStats prefix_stats_;
 };
 
 }  // namespace hichat::scheduler

@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <vector>
 
 #include "kv/block_manager.h"
 
@@ -19,6 +20,11 @@ struct SeqState {
     kv::BlockTable blocks;
     SeqStatus status = SeqStatus::kWaiting;
     uint64_t admission_order = 0;                      // set when it starts running; later = newer
+    // Prefix-cache keys of the sequence's full blocks of known tokens, in order (the engine appends
+    // them as tokens become known; empty with the cache off).
+    std::vector<kv::BlockHash> block_keys;
+    int num_prefix_hit_tokens = -1;                    // tokens taken from the cache at first admission
+    bool preempted = false;                            // lost its KV once (later lookups count apart)
 };
 
 }  // namespace hichat::scheduler

@@ -28,6 +28,7 @@ public:
         if (ev.finish != FinishReason::kNone) {
             finish = ev.finish;
             num_generated = ev.num_generated_tokens;
+            num_cached = ev.num_cached_tokens;
             done_ = true;
             cv_.notify_all();
         }
@@ -39,7 +40,7 @@ public:
     std::vector<int32_t> tokens;
     std::string text;
     FinishReason finish = FinishReason::kNone;
-    int num_generated = 0, num_events = 0;
+    int num_generated = 0, num_events = 0, num_cached = 0;
 
 private:
     std::mutex mu_;

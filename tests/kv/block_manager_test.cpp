@@ -40,3 +40,181 @@ TEST(BlockManager, RefusesWhenFullAndLeavesTheTableUnchanged) {
 
 }  // namespace
 }  // namespace hichat::kv
+
+namespace hichat::kv {
+namespace {
+
+// Keys of `num_blocks` full blocks of 4 tokens: tokens first, first + 1, ...
+std::vector<BlockHash> chain_keys(std::string_view salt, int first, int num_blocks) {
+    std::vector<BlockHash> keys;
+    BlockHash parent = root_block_hash(salt);
+    for (int i = 0; i < num_blocks; ++i) {
+        std::vector<int32_t> tokens;
+        for (int j = 0; j < 4; ++j) tokens.push_back(first + 4 * i + j);
+        parent = chain_block_hash(parent, tokens);
+        keys.push_back(parent);
+    }
+    return keys;
+}
+
+TEST(BlockHash, ChainDependsOnEveryEarlierBlockAndTheSalt) {
+    auto a = chain_keys("", 0, 3), b = chain_keys("", 0, 3);
+    EXPECT_EQ(a, b) << "the same tokens give the same keys";
+    auto other_salt = chain_keys("key-1", 0, 3);
+    for (int i = 0; i < 3; ++i) EXPECT_NE(a[static_cast<size_t>(i)], other_salt[static_cast<size_t>(i)]);
+    // Block 1 holds the same tokens 4..7 in both, but block 0 differs: its key differs too.
+    BlockHash root = root_block_hash("");
+    BlockHash x0 = chain_block_hash(root, std::vector<int32_t>{0, 1, 2, 3});
+    BlockHash y0 = chain_block_hash(root, std::vector<int32_t>{0, 1, 2, 9});
+    std::vector<int32_t> same{4, 5, 6, 7};
+    EXPECT_NE(chain_block_hash(x0, same), chain_block_hash(y0, same));
+    // Salts are length-prefixed: "ab" + tokens never meets "a" + ...
+    EXPECT_NE(root_block_hash("ab"), root_block_hash("a"));
+}
+
+TEST(PrefixCache, FinishedTableLeavesItsFullBlocksCachedForTheNext) {
+    BlockManager m(8, 4);
+    auto keys = chain_keys("", 0, 3);
+    BlockTable a;
+    ASSERT_TRUE(m.grow(a, 14));  // 3 full blocks + 2 tokens
+    m.cache_full_blocks(a, keys, 14);
+    EXPECT_EQ(a.num_keyed, 3);
+    const std::vector<int32_t> a_blocks = a.blocks;
+    m.release(a);
+    m.check_invariants();
+    EXPECT_EQ(m.num_blocks_cached(), 3);
+    EXPECT_EQ(m.num_blocks_free(), 8) << "cached blocks can still be allocated";
+
+    std::vector<int32_t> hit = m.find_cached_prefix(keys, 3);
+    ASSERT_EQ(hit.size(), 3u);
+    EXPECT_EQ(hit, std::vector<int32_t>(a_blocks.begin(), a_blocks.begin() + 3));
+    EXPECT_EQ(m.find_cached_prefix(keys, 2).size(), 2u) << "capped";
+    EXPECT_EQ(m.num_unheld(hit), 3);
+    BlockTable b;
+    m.acquire_cached(b, hit);
+    EXPECT_EQ(m.num_blocks_cached(), 0);
+    EXPECT_EQ(m.num_blocks_used(), 3);
+    ASSERT_TRUE(m.grow(b, 14));
+    EXPECT_FALSE(m.writable(b, 8, 12)) << "a cached block is never written";
+    EXPECT_TRUE(m.writable(b, 12, 14));
+    m.check_invariants();
+}
+
+TEST(PrefixCache, SharedBlocksAreCountedOnceAndNeverWritable) {
+    BlockManager m(8, 4);
+    auto keys = chain_keys("", 0, 2);
+    BlockTable a;
+    ASSERT_TRUE(m.grow(a, 10));
+    m.cache_full_blocks(a, keys, 10);
+    BlockTable b;
+    std::vector<int32_t> hit = m.find_cached_prefix(keys, 2);
+    EXPECT_EQ(m.num_unheld(hit), 0) << "held by a: taking them costs no free block";
+    m.acquire_cached(b, hit);
+    EXPECT_EQ(m.num_blocks_used(), 3);
+    EXPECT_FALSE(m.writable(b, 0, 8));
+    m.release(a);
+    m.check_invariants();
+    EXPECT_EQ(m.num_blocks_used(), 2) << "b still holds the shared blocks";
+    m.release(b);
+    m.check_invariants();
+    EXPECT_EQ(m.num_blocks_cached(), 2);
+}
+
+TEST(PrefixCache, UnkeyedBlocksAreReusedBeforeCachedOnesAndTailsAreEvictedFirst) {
+    BlockManager m(4, 4);
+    auto keys = chain_keys("", 0, 2);
+    BlockTable a;
+    ASSERT_TRUE(m.grow(a, 8));
+    m.cache_full_blocks(a, keys, 8);
+    BlockTable scratch;
+    ASSERT_TRUE(m.grow(scratch, 8));  // the two other blocks, unkeyed
+    m.release(scratch);
+    m.release(a);
+    BlockTable c;
+    ASSERT_TRUE(m.grow(c, 8));
+    EXPECT_EQ(m.counters().evictions, 0) << "the unkeyed blocks went first";
+    EXPECT_EQ(m.find_cached_prefix(keys, 2).size(), 2u);
+    ASSERT_TRUE(m.grow(c, 12));
+    EXPECT_EQ(m.counters().evictions, 1);
+    EXPECT_EQ(m.find_cached_prefix(keys, 2).size(), 1u) << "the tail block was evicted, the head kept";
+    m.check_invariants();
+    ASSERT_TRUE(m.grow(c, 16));
+    EXPECT_TRUE(m.find_cached_prefix(keys, 2).empty());
+    EXPECT_EQ(m.counters().evictions, 2);
+    m.release(c);
+    m.check_invariants();
+}
+
+TEST(PrefixCache, LeastRecentlyReleasedPrefixIsEvictedFirst) {
+    BlockManager m(4, 4);
+    auto old_keys = chain_keys("", 0, 2), new_keys = chain_keys("", 100, 2);
+    BlockTable a, b;
+    ASSERT_TRUE(m.grow(a, 8));
+    m.cache_full_blocks(a, old_keys, 8);
+    ASSERT_TRUE(m.grow(b, 8));
+    m.cache_full_blocks(b, new_keys, 8);
+    m.release(a);
+    m.release(b);
+    BlockTable c;
+    ASSERT_TRUE(m.grow(c, 8));
+    EXPECT_TRUE(m.find_cached_prefix(old_keys, 2).empty());
+    EXPECT_EQ(m.find_cached_prefix(new_keys, 2).size(), 2u);
+    m.release(c);
+    m.check_invariants();
+}
+
+TEST(PrefixCache, DuplicateComputedAlongsideStaysPrivate) {
+    BlockManager m(8, 4);
+    auto keys = chain_keys("", 0, 2);
+    BlockTable a, b;
+    ASSERT_TRUE(m.grow(a, 8));
+    ASSERT_TRUE(m.grow(b, 8));
+    m.cache_full_blocks(a, keys, 8);
+    m.cache_full_blocks(b, keys, 8);
+    EXPECT_EQ(m.find_cached_prefix(keys, 2), std::vector<int32_t>(a.blocks.begin(), a.blocks.end()));
+    m.release(b);
+    EXPECT_EQ(m.num_blocks_cached(), 0) << "b's copies were never keyed";
+    m.release(a);
+    EXPECT_EQ(m.num_blocks_cached(), 2);
+    m.check_invariants();
+}
+
+TEST(PrefixCache, OnlyComputedFullBlocksAreKeyed) {
+    BlockManager m(8, 4);
+    auto keys = chain_keys("", 0, 3);
+    BlockTable a;
+    ASSERT_TRUE(m.grow(a, 12));
+    m.cache_full_blocks(a, keys, 7);
+    EXPECT_EQ(a.num_keyed, 1) << "block 1 is not computed to its end";
+    m.cache_full_blocks(a, std::span(keys).first(1), 12);
+    EXPECT_EQ(a.num_keyed, 1) << "block 1's tokens are not known yet";
+    m.cache_full_blocks(a, keys, 12);
+    EXPECT_EQ(a.num_keyed, 3);
+    m.check_invariants();
+}
+
+TEST(PrefixCache, OtherSaltNeverHits) {
+    BlockManager m(8, 4);
+    auto keys = chain_keys("key-a", 0, 2);
+    BlockTable a;
+    ASSERT_TRUE(m.grow(a, 8));
+    m.cache_full_blocks(a, keys, 8);
+    m.release(a);
+    EXPECT_TRUE(m.find_cached_prefix(chain_keys("key-b", 0, 2), 2).empty());
+    EXPECT_EQ(m.find_cached_prefix(chain_keys("key-a", 0, 2), 2).size(), 2u);
+}
+
+TEST(PrefixCache, DisabledNeverKeys) {
+    BlockManager m(8, 4, /*prefix_caching=*/false);
+    auto keys = chain_keys("", 0, 2);
+    BlockTable a;
+    ASSERT_TRUE(m.grow(a, 8));
+    m.cache_full_blocks(a, keys, 8);
+    m.release(a);
+    EXPECT_EQ(m.num_blocks_cached(), 0);
+    EXPECT_TRUE(m.find_cached_prefix(keys, 2).empty());
+    m.check_invariants();
+}
+
+}  // namespace
+}  // namespace hichat::kv

@@ -157,7 +157,12 @@ test('chat completion, non-streamed and streamed, agree', async () => {
   }
   assert.equal(text, full.choices[0].message.content);
   assert.equal(finish, full.choices[0].finish_reason);
-  assert.deepEqual(usage, full.usage);
+  const { prompt_tokens_details: cachedFull, ...restFull } = full.usage;
+  const { prompt_tokens_details: cachedStream, ...restStream } = usage;
+  assert.deepEqual(restStream, restFull);
+  assert.equal(typeof cachedFull.cached_tokens, 'number');
+  // The same prompt again: every full 16-token block before its last token comes from the prefix cache.
+  assert.equal(cachedStream.cached_tokens, Math.floor((full.usage.prompt_tokens - 1) / 16) * 16);
   assert.equal(contentChunks, full.usage.completion_tokens, 'one token per chunk');
 });
 

@@ -135,5 +135,80 @@ TEST_F(SchedulerTest, ConfigValidationNamesTheField) {
     EXPECT_NE(s.message().find("max_num_tokens_per_step"), std::string::npos);
 }
 
+// Keys for `n` full blocks of a prompt whose block i holds tokens tag * 1000 + i (block-size 16).
+std::vector<kv::BlockHash> keys_for(int tag, int n) {
+    std::vector<kv::BlockHash> keys;
+    kv::BlockHash parent = kv::root_block_hash("");
+    for (int i = 0; i < n; ++i) {
+        std::vector<int32_t> tokens(16, tag * 1000 + i);
+        parent = kv::chain_block_hash(parent, tokens);
+        keys.push_back(parent);
+    }
+    return keys;
+}
+
+TEST_F(SchedulerTest, AdmissionTakesTheCachedPrefixAndPrefillsTheRest) {
+    kv::BlockManager blocks(20, 16);
+    Scheduler sched({.max_num_seqs = 4, .max_num_tokens_per_step = 256, .prefill_chunk_tokens = 32}, blocks);
+    SeqState* first = add(100);
+    first->block_keys = keys_for(1, 6);
+    while (first->num_tokens_cached < 100) commit(sched.schedule(seqs_, now_));
+    sched.release(*first);
+    seqs_.clear();
+    EXPECT_EQ(blocks.num_blocks_cached(), 6);
+
+    SeqState* again = add(100);
+    again->block_keys = keys_for(1, 6);
+    StepPlan p = sched.schedule(seqs_, now_);
+    EXPECT_EQ(again->num_prefix_hit_tokens, 96);
+    EXPECT_EQ(tokens_for(p, again), 4) << "chunked prefill starts after the cached prefix";
+    EXPECT_EQ(sched.prefix_cache_stats().queried_tokens, 200);
+    EXPECT_EQ(sched.prefix_cache_stats().hit_tokens, 96);
+    blocks.check_invariants();
+}
+
+TEST_F(SchedulerTest, AdmissionCountsBlocksHeldByARunningSequenceAsFree) {
+    // 10 blocks: a running 96-token prompt holds 7 (6 full + 1 for its next token). Another request
+    // with the same 6-block head and 2 more blocks needs 8 without sharing, but only 2 new ones.
+    kv::BlockManager blocks(10, 16);
+    Scheduler sched({.max_num_seqs = 4, .max_num_tokens_per_step = 256, .prefill_chunk_tokens = 256}, blocks);
+    SeqState* running = add(96);
+    running->block_keys = keys_for(1, 6);
+    commit(sched.schedule(seqs_, now_));
+    ASSERT_EQ(running->status, SeqStatus::kRunning);
+    SeqState* sharer = add(120);
+    sharer->block_keys = keys_for(1, 6);  // its 7th block's tokens differ; not full yet anyway
+    StepPlan p = sched.schedule(seqs_, now_);
+    EXPECT_EQ(sharer->status, SeqStatus::kRunning);
+    EXPECT_EQ(sharer->num_prefix_hit_tokens, 96);
+    EXPECT_EQ(tokens_for(p, sharer), 24);
+    EXPECT_EQ(blocks.num_blocks_used(), 9) << "7 + the sharer's 2 own blocks";
+    blocks.check_invariants();
+}
+
+TEST_F(SchedulerTest, PreemptedSequenceFindsItsBlocksAgain) {
+    kv::BlockManager blocks(6, 16);
+    Scheduler sched({.max_num_seqs = 4, .max_num_tokens_per_step = 256, .prefill_chunk_tokens = 256}, blocks);
+    SeqState* old_seq = add(40);
+    old_seq->block_keys = keys_for(1, 2);
+    commit(sched.schedule(seqs_, now_));
+    SeqState* newer = add(20, /*priority=*/1);
+    commit(sched.schedule(seqs_, now_));
+    ASSERT_EQ(newer->status, SeqStatus::kRunning);
+    // The old one grows until the pool runs out: the newer, less urgent one is preempted.
+    while (newer->status == SeqStatus::kRunning) {
+        commit(sched.schedule(seqs_, now_));
+        ASSERT_LT(old_seq->num_tokens, 200) << "no preemption happened";
+    }
+    EXPECT_TRUE(newer->preempted);
+    EXPECT_EQ(newer->num_tokens_cached, 0);
+    blocks.check_invariants();
+    const int cached_before = blocks.num_blocks_cached();
+    EXPECT_EQ(cached_before, 0) << "the newer one's blocks were not keyed (no keys given)";
+    sched.release(*old_seq);
+    EXPECT_EQ(blocks.num_blocks_cached(), 2) << "the old one's full prompt blocks stay cached";
+    blocks.check_invariants();
+}
+
 }  // namespace
 }  // namespace hichat::scheduler

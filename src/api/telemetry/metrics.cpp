@@ -67,8 +67,25 @@ void Metrics::render_gauges(std::string& out) const {
     };
     gauge("hichat_num_requests_waiting", "Requests queued and not yet scheduled.", g.num_requests_waiting);
     gauge("hichat_num_requests_running", "Sequences in the running batch.", g.num_requests_running);
-    gauge("hichat_kv_blocks_used", "KV cache blocks in use.", g.num_kv_blocks_used);
-    gauge("hichat_kv_blocks_free", "KV cache blocks free.", g.num_kv_blocks_free);
+    auto counter = [&out](std::string_view name, std::string_view help, int64_t value) {
+        append_header(out, name, help, "counter");
+        append_sample(out, name, {}, std::to_string(value));
+    };
+    gauge("hichat_kv_blocks_used", "KV cache blocks held by running or waiting sequences.", g.num_kv_blocks_used);
+    gauge("hichat_kv_blocks_free", "KV cache blocks no sequence holds (cached ones included): allocatable.",
+          g.num_kv_blocks_free);
+    gauge("hichat_kv_blocks_cached", "KV cache blocks no sequence holds whose KV is kept for the prefix cache.",
+          g.num_kv_blocks_cached);
+    counter("hichat_prefix_cache_queried_tokens_total", "Prompt tokens looked up in the prefix cache at admission.",
+            g.prefix_cache_queried_tokens);
+    counter("hichat_prefix_cache_hit_tokens_total", "Prompt tokens whose KV came from the prefix cache.",
+            g.prefix_cache_hit_tokens);
+    counter("hichat_prefix_cache_preempted_queried_tokens_total",
+            "Tokens looked up again when a preempted sequence was readmitted.",
+            g.prefix_cache_preempted_queried_tokens);
+    counter("hichat_prefix_cache_preempted_hit_tokens_total",
+            "Tokens of readmitted preempted sequences found in the prefix cache.", g.prefix_cache_preempted_hit_tokens);
+    counter("hichat_prefix_cache_evictions_total", "Cached KV blocks dropped to make room.", g.prefix_cache_evictions);
     gauge("hichat_preprocess_workers", "Threads that parse and tokenize generation requests.", g.num_preprocess_workers);
     gauge("hichat_preprocess_tasks_running", "Generation requests being parsed and tokenized now.",
           g.num_preprocess_tasks_running);

@@ -18,8 +18,14 @@ namespace hichat::api {
 struct EngineGauges {
     int64_t num_requests_waiting = 0;  // queued, not yet scheduled
     int64_t num_requests_running = 0;  // sequences in the running batch
-    int64_t num_kv_blocks_used = 0;
-    int64_t num_kv_blocks_free = 0;
+    int64_t num_kv_blocks_used = 0;    // held by a sequence
+    int64_t num_kv_blocks_free = 0;    // held by none, cached ones included
+    int64_t num_kv_blocks_cached = 0;  // held by none, KV kept for the prefix cache
+    // Engine counters (monotonic), in tokens: prefix-cache lookups at admission and their hits;
+    // re-admissions after a preemption apart.
+    int64_t prefix_cache_queried_tokens = 0, prefix_cache_hit_tokens = 0;
+    int64_t prefix_cache_preempted_queried_tokens = 0, prefix_cache_preempted_hit_tokens = 0;
+    int64_t prefix_cache_evictions = 0;  // cached blocks dropped to make room
     int64_t num_preprocess_workers = 0;       // threads that parse and tokenize generation requests
     int64_t num_preprocess_tasks_running = 0;
     int64_t num_preprocess_tasks_queued = 0;

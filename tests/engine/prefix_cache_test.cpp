@@ -1,0 +1,261 @@
+// The prefix cache through the engine, on the golden families: greedy output is the same with the
+// cache on and off across shared prefixes, repeats, cancellations and preemptions; a hit is reported
+// (num_cached_tokens) and counted; salts never share; and the KV pool's accounting holds afterwards
+// (used + cached + free == total, nothing held once idle). CPU always; CUDA where a device is present
+// (skipped visibly otherwise).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <thread>
+#include <tuple>
+
+#include "common/fixtures.h"
+#include "engine/engine.h"
+#include "engine_test_util.h"
+#include "executor/runner_factory.h"
+#include "model/checkpoint.h"
+#include "tokenizer/tokenizer.h"
+
+namespace hichat::engine {
+namespace {
+
+using testing_util::CollectingSink;
+using testing_util::kv_blocks_used_when_settled;
+
+struct Outcome {
+    std::vector<int32_t> tokens;
+    int num_cached = 0;
+    FinishReason finish = FinishReason::kNone;
+};
+
+class PrefixCacheTest
+    : public ::testing::TestWithParam<std::tuple<std::string, executor::DeviceKind, StepOverlap>> {
+protected:
+    void SetUp() override {
+        if (device() == executor::DeviceKind::kCuda && !executor::cuda_available()) {
+            GTEST_SKIP() << "SKIPPED: no CUDA device";
+        }
+        auto ckpt = model::Checkpoint::open(testing::fixture_dir(family()));
+        ASSERT_TRUE(ckpt.ok()) << ckpt.status().message();
+        checkpoint_ = std::move(ckpt).value();
+        auto tok = tokenizer::Tokenizer::load(testing::fixture_dir("byte_tokenizer"));
+        ASSERT_TRUE(tok.ok()) << tok.status().message();
+        tokenizer_ = std::move(tok).value();
+        ids_ = testing::read_golden(family())["ids_300"].get<std::vector<int32_t>>();
+    }
+
+    // Pool accounting once every request is done: nothing held, every block free or cached.
+    void TearDown() override {
+        for (auto& e : engines_) {
+            EXPECT_EQ(kv_blocks_used_when_settled(*e), 0) << "a block is still held";
+            const EngineStats s = e->stats();
+            EXPECT_EQ(s.num_kv_blocks_used + s.num_kv_blocks_free, s.num_kv_blocks_total);
+            EXPECT_LE(s.num_kv_blocks_cached, s.num_kv_blocks_free);
+        }
+    }
+
+    const std::string& family() const { return std::get<0>(GetParam()); }
+    executor::DeviceKind device() const { return std::get<1>(GetParam()); }
+    StepOverlap overlap() const { return std::get<2>(GetParam()); }
+
+    // Owned by the fixture, so that TearDown sees the engines' final accounting.
+    Engine* make_engine(bool prefix_cache, int num_kv_blocks = 128,
+                                        scheduler::SchedulerConfig sched = {}) {
+        auto runner = executor::make_runner(*checkpoint_, {.device = device(),
+                                                           .num_threads = 2,
+                                                           .gpu_memory_fraction = 0.05,
+                                                           .max_num_seqs = sched.max_num_seqs,
+                                                           .max_num_tokens_per_step = sched.max_num_tokens_per_step,
+                                                           .max_context_tokens = 512,
+                                                           .num_kv_blocks = num_kv_blocks});
+        EXPECT_TRUE(runner.ok()) << runner.status().message();
+        if (!runner.ok()) return nullptr;
+        EngineConfig cfg{.scheduler = sched, .overlap = overlap(), .prefix_cache = prefix_cache};
+        engines_.push_back(std::make_unique<Engine>(std::move(runner).value(), *tokenizer_, cfg));
+        return engines_.back().get();
+    }
+
+    Request greedy(std::vector<int32_t> prompt, int max_tokens, std::shared_ptr<TokenSink> sink,
+                   std::string salt = "") {
+        Request r;
+        r.id = {next_id_++};
+        r.prompt = std::move(prompt);
+        r.sampling.temperature = 0;
+        r.max_tokens = max_tokens;
+        r.cache_salt = std::move(salt);
+        r.sink = std::move(sink);
+        return r;
+    }
+
+    Outcome run_one(Engine& e, std::vector<int32_t> prompt, int max_tokens, std::string salt = "") {
+        auto sink = std::make_shared<CollectingSink>();
+        EXPECT_EQ(e.submit(greedy(std::move(prompt), max_tokens, sink, std::move(salt))), Engine::Admission::kAccepted);
+        EXPECT_TRUE(sink->wait());
+        return {sink->tokens, sink->num_cached, sink->finish};
+    }
+
+    // All submitted at once, results in submission order.
+    std::vector<Outcome> run_together(Engine& e, const std::vector<std::vector<int32_t>>& prompts, int max_tokens) {
+        std::vector<std::shared_ptr<CollectingSink>> sinks;
+        for (const auto& p : prompts) {
+            sinks.push_back(std::make_shared<CollectingSink>());
+            EXPECT_EQ(e.submit(greedy(p, max_tokens, sinks.back())), Engine::Admission::kAccepted);
+        }
+        std::vector<Outcome> out;
+        for (auto& s : sinks) {
+            EXPECT_TRUE(s->wait());
+            out.push_back({s->tokens, s->num_cached, s->finish});
+        }
+        return out;
+    }
+
+    // Prompts sharing a head of `shared` tokens, each with its own tail.
+    std::vector<std::vector<int32_t>> shared_prefix_prompts(int n, int shared, int tail) const {
+        std::vector<std::vector<int32_t>> out;
+        for (int i = 0; i < n; ++i) {
+            std::vector<int32_t> p(ids_.begin(), ids_.begin() + shared);
+            const auto from = ids_.begin() + shared + 11 * i;
+            p.insert(p.end(), from, from + tail);
+            out.push_back(std::move(p));
+        }
+        return out;
+    }
+
+    std::vector<int32_t> prefix(int n) const { return {ids_.begin(), ids_.begin() + n}; }
+
+    std::unique_ptr<model::Checkpoint> checkpoint_;
+    std::unique_ptr<tokenizer::Tokenizer> tokenizer_;
+    std::vector<int32_t> ids_;
+    std::vector<std::unique_ptr<Engine>> engines_;
+    uint64_t next_id_ = 1;
+};
+
+TEST_P(PrefixCacheTest, RepeatedPromptHitsAndGivesTheSameTokens) {
+    auto off = make_engine(false), on = make_engine(true);
+    const auto prompt = prefix(70);
+    const Outcome reference = run_one(*off, prompt, 24);
+    const Outcome first = run_one(*on, prompt, 24);
+    const Outcome second = run_one(*on, prompt, 24);
+    EXPECT_EQ(first.tokens, reference.tokens);
+    EXPECT_EQ(second.tokens, reference.tokens);
+    EXPECT_EQ(reference.num_cached, 0);
+    EXPECT_EQ(first.num_cached, 0);
+    EXPECT_EQ(second.num_cached, 64) << "4 full blocks of the 70-token prompt";
+    const EngineStats s = on->stats();
+    EXPECT_EQ(s.prefix_cache.queried_tokens, 140);
+    EXPECT_EQ(s.prefix_cache.hit_tokens, 64);
+    EXPECT_EQ(off->stats().prefix_cache.hit_tokens, 0);
+}
+
+TEST_P(PrefixCacheTest, AHitNeverCoversTheLastPromptToken) {
+    auto on = make_engine(true);
+    const auto prompt = prefix(64);  // exactly 4 full blocks
+    const Outcome first = run_one(*on, prompt, 8);
+    const Outcome second = run_one(*on, prompt, 8);
+    EXPECT_EQ(second.tokens, first.tokens);
+    EXPECT_EQ(second.num_cached, 48) << "block 3 holds the last prompt token: it is computed again";
+}
+
+TEST_P(PrefixCacheTest, GeneratedBlocksAreCachedForTheNextTurn) {
+    auto off = make_engine(false), on = make_engine(true);
+    const auto prompt = prefix(20);
+    const Outcome turn1 = run_one(*on, prompt, 40);
+    std::vector<int32_t> next = prompt;
+    next.insert(next.end(), turn1.tokens.begin(), turn1.tokens.end());
+    next.insert(next.end(), ids_.begin() + 100, ids_.begin() + 110);  // the next user message
+    const Outcome turn2 = run_one(*on, next, 16);
+    EXPECT_EQ(turn2.tokens, run_one(*off, next, 16).tokens);
+    EXPECT_EQ(turn2.num_cached, 48) << "prompt + 40 generated = 60 tokens: 3 full blocks";
+}
+
+TEST_P(PrefixCacheTest, SharedPrefixesTogetherAndAfterEqualCacheOff) {
+    auto off = make_engine(false);
+    auto on = make_engine(true, 128, {.max_num_seqs = 8, .max_num_tokens_per_step = 64, .prefill_chunk_tokens = 32});
+    const auto prompts = shared_prefix_prompts(6, 50, 13);
+    std::vector<Outcome> reference;
+    for (const auto& p : prompts) reference.push_back(run_one(*off, p, 20));
+    // Together: admitted in one step, nothing is cached yet; the duplicates stay private.
+    const auto together = run_together(*on, prompts, 20);
+    // After: each finds the shared head (3 full blocks) and its own tail block.
+    const auto after = run_together(*on, prompts, 20);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+        EXPECT_EQ(together[i].tokens, reference[i].tokens) << "prompt " << i;
+        EXPECT_EQ(after[i].tokens, reference[i].tokens) << "prompt " << i;
+        EXPECT_EQ(after[i].num_cached, 48) << "prompt " << i;
+    }
+}
+
+TEST_P(PrefixCacheTest, CancelledRequestLeavesItsBlocksCachedAndExact) {
+    auto off = make_engine(false), on = make_engine(true);
+    const auto prompt = prefix(90);
+    const Outcome reference = run_one(*off, prompt, 30);
+    // A request that is cancelled once it has produced a token: its prompt blocks stay cached.
+    class CancelOnFirstToken : public CollectingSink {
+    public:
+        CancelOnFirstToken(Engine& e, RequestId id) : engine_(e), id_(id) {}
+        void on_event(TokenEvent ev) override {
+            if (ev.finish == FinishReason::kNone && !cancelled_) {
+                cancelled_ = true;
+                engine_.cancel(id_);
+            }
+            CollectingSink::on_event(std::move(ev));
+        }
+
+    private:
+        Engine& engine_;
+        RequestId id_;
+        bool cancelled_ = false;
+    };
+    Request r = greedy(prompt, 200, nullptr);
+    auto sink = std::make_shared<CancelOnFirstToken>(*on, r.id);
+    r.sink = sink;
+    ASSERT_EQ(on->submit(std::move(r)), Engine::Admission::kAccepted);
+    ASSERT_TRUE(sink->wait());
+    EXPECT_EQ(sink->finish, FinishReason::kCancelled);
+    EXPECT_EQ(kv_blocks_used_when_settled(*on), 0) << "the cancelled request's blocks were returned";
+    const Outcome again = run_one(*on, prompt, 30);
+    EXPECT_EQ(again.tokens, reference.tokens);
+    EXPECT_EQ(again.num_cached, 80);
+}
+
+TEST_P(PrefixCacheTest, PreemptionUnderATinyPoolKeepsResultsExact) {
+    auto off = make_engine(false);
+    // 12 blocks (192 slots) for 5 sequences of ~100 tokens that share a 40-token head.
+    auto on = make_engine(true, 12, {.max_num_seqs = 8, .max_num_tokens_per_step = 64, .prefill_chunk_tokens = 32});
+    const auto prompts = shared_prefix_prompts(5, 40, 17);
+    std::vector<Outcome> reference;
+    for (const auto& p : prompts) reference.push_back(run_one(*off, p, 40));
+    const auto runs = run_together(*on, prompts, 40);
+    for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(runs[i].tokens, reference[i].tokens) << "prompt " << i;
+    const EngineStats s = on->stats();
+    EXPECT_GT(s.num_preemptions, 0);
+    EXPECT_GT(s.prefix_cache_evictions, 0) << "the pool was too small to keep every block";
+}
+
+TEST_P(PrefixCacheTest, SaltsNeverShareBlocks) {
+    auto on = make_engine(true);
+    const auto prompt = prefix(60);
+    const Outcome a1 = run_one(*on, prompt, 8, "key-aaaaaaaa");
+    const Outcome b1 = run_one(*on, prompt, 8, "key-bbbbbbbb");
+    const Outcome a2 = run_one(*on, prompt, 8, "key-aaaaaaaa");
+    const Outcome none = run_one(*on, prompt, 8, "");
+    EXPECT_EQ(b1.num_cached, 0) << "key b must not hit key a's blocks";
+    EXPECT_EQ(a2.num_cached, 48) << "positive control: key a hits its own blocks";
+    EXPECT_EQ(none.num_cached, 0) << "no key is a scope of its own";
+    EXPECT_EQ(b1.tokens, a1.tokens);
+    EXPECT_EQ(a2.tokens, a1.tokens);
+}
+
+std::string param_name(const ::testing::TestParamInfo<PrefixCacheTest::ParamType>& info) {
+    return std::get<0>(info.param) + (std::get<1>(info.param) == executor::DeviceKind::kCuda ? "_cuda" : "_cpu") +
+           (std::get<2>(info.param) == StepOverlap::kOn ? "_pipelined" : "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Families, PrefixCacheTest,
+                         ::testing::Combine(::testing::Values("llama3", "llama_tied", "mistral", "qwen2", "qwen3"),
+                                            ::testing::Values(executor::DeviceKind::kCpu, executor::DeviceKind::kCuda),
+                                            ::testing::Values(StepOverlap::kOff, StepOverlap::kOn)),
+                         param_name);
+
+}  // namespace
+}  // namespace hichat::engine
