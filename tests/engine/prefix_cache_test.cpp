@@ -9,6 +9,7 @@
 #include <thread>
 #include <tuple>
 
+#include "base/check.h"
 #include "common/fixtures.h"
 #include "engine/engine.h"
 #include "engine_test_util.h"
@@ -66,10 +67,10 @@ protected:
                                                            .gpu_memory_fraction = 0.05,
                                                            .max_num_seqs = sched.max_num_seqs,
                                                            .max_num_tokens_per_step = sched.max_num_tokens_per_step,
-                                                           .max_context_tokens = 512,
+                                                           // a pool of fewer blocks holds one full context
+                                                           .max_context_tokens = std::min(512, num_kv_blocks * 16),
                                                            .num_kv_blocks = num_kv_blocks});
-        EXPECT_TRUE(runner.ok()) << runner.status().message();
-        if (!runner.ok()) return nullptr;
+        CHECK(runner.ok()) << runner.status().message();
         EngineConfig cfg{.scheduler = sched, .overlap = overlap(), .prefix_cache = prefix_cache};
         engines_.push_back(std::make_unique<Engine>(std::move(runner).value(), *tokenizer_, cfg));
         return engines_.back().get();
