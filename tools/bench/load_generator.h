@@ -16,7 +16,8 @@ namespace hichat::tools::bench {
 
 struct LoadRequest {
     std::string http_bytes;  // the full HTTP request (http_post())
-    int num_prompt_tokens = 0;
+    int num_prompt_tokens = 0;  // as sent; 0 for a text prompt (its length is the server's count)
+    bool keep_text = false;     // keep the streamed text in RequestOutcome::output_text
 };
 
 struct LoadConfig {
