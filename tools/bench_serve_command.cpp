@@ -254,7 +254,7 @@ LoadRequest multi_turn_request(const BenchServeOptions& o, MultiTurnDataset& dat
             const std::string& answer = turn == 0 ? std::string() : earlier.back().output_text;
             const std::string& prompt = dataset.build_prompt(conversation, turn, answer);
             const CompletionParams params{.model = o.settings.model, .num_output_tokens = o.multi_turn.output_len};
-            return {.http_bytes = http_post(o.target, o.api_key, completion_body(params, prompt)),
+            return {.http_bytes = http_post(o.target, o.api_key, completion_text_body(params, prompt)),
                     .num_prompt_tokens = 0,
                     .keep_text = true};
         }
@@ -278,7 +278,7 @@ Status run_test_request(const BenchServeOptions& o, const std::vector<LoadReques
             break;
         }
         case Dataset::kMultiTurn:
-            probe.http_bytes = http_post(o.target, o.api_key, completion_body(params, std::string(" test")));
+            probe.http_bytes = http_post(o.target, o.api_key, completion_text_body(params, " test"));
             break;
     }
     auto load = run_load({.target = o.target, .max_concurrency = 1}, {probe}, {0.0});
@@ -324,6 +324,10 @@ Status append_line(const std::string& path, const std::string& text) {
     return ok_status();
 }
 
+nlohmann::ordered_json count_or_null(int count) {
+    return count >= 0 ? nlohmann::ordered_json(count) : nlohmann::ordered_json(nullptr);
+}
+
 // --mt-transcript: one line per turn that was sent, conversation-major.
 Status write_transcript(const std::string& path, const MultiTurnDataset& dataset, const LoadResult& load) {
     std::ofstream out(path, std::ios::trunc);
@@ -337,9 +341,11 @@ Status write_transcript(const std::string& path, const MultiTurnDataset& dataset
                                              {"success", o.success},
                                              {"prompt", dataset.prompt(c, t)},
                                              {"answer", o.output_text},
-                                             {"prompt_tokens", o.num_usage_prompt_tokens},
-                                             {"cached_tokens", o.num_cached_prompt_tokens},
-                                             {"ttft_ms", o.ttft_s * 1e3}};
+                                             {"prompt_tokens", count_or_null(o.num_usage_prompt_tokens)},
+                                             {"cached_tokens", count_or_null(o.num_cached_prompt_tokens)},
+                                             {"start_ms", o.start_s * 1e3},
+                                             {"ttft_ms", o.ttft_s * 1e3},
+                                             {"e2el_ms", o.latency_s * 1e3}};
         out << line.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
     }
     out.flush();

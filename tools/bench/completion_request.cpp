@@ -26,7 +26,7 @@ std::string completion_body(const CompletionParams& params, const std::vector<in
     return body_with_prompt(params, prompt_ids);
 }
 
-std::string completion_body(const CompletionParams& params, const std::string& prompt_text) {
+std::string completion_text_body(const CompletionParams& params, const std::string& prompt_text) {
     return body_with_prompt(params, prompt_text);
 }
 
