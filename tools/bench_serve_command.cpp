@@ -33,8 +33,8 @@ struct BenchServeOptions {
     MultiTurnConfig multi_turn;
     MultiTurnMode multi_turn_mode = MultiTurnMode::kCompletions;
     std::string api_key;
-    std::string result_file;     // empty: do not write
-    std::string transcript_file; // multi-turn: one JSON line per turn; empty: do not write
+    std::string result_file;      // empty: do not write
+    std::string transcript_file;  // multi-turn: one JSON line per turn; empty: do not write
 };
 
 // One flag per row.
@@ -101,11 +101,11 @@ Result<double> parse_rate(const CliArgs& flags) {
 
 // The flags that only one dataset reads; giving one with another dataset is an error naming it.
 constexpr std::string_view kRandomFlags[] = {"input-len", "output-len", "num-prompts", "vocab-size"};
-constexpr std::string_view kSharedPrefixFlags[] = {"gsp-num-groups", "gsp-prompts-per-group",
+constexpr std::string_view kSharedPrefixFlags[] = {"gsp-num-groups",        "gsp-prompts-per-group",
                                                    "gsp-system-prompt-len", "gsp-question-len",
-                                                   "gsp-output-len", "vocab-size"};
+                                                   "gsp-output-len",        "vocab-size"};
 constexpr std::string_view kMultiTurnFlags[] = {"mt-num-conversations", "mt-num-turns", "mt-input-len",
-                                                "mt-output-len", "mt-mode", "mt-transcript"};
+                                                "mt-output-len",        "mt-mode",      "mt-transcript"};
 
 Result<Dataset> parse_dataset(const CliArgs& flags) {
     const std::string name = flags.get("dataset");
@@ -117,9 +117,12 @@ Result<Dataset> parse_dataset(const CliArgs& flags) {
 
 std::span<const std::string_view> own_flags(Dataset dataset) {
     switch (dataset) {
-        case Dataset::kRandom: return kRandomFlags;
-        case Dataset::kSharedPrefix: return kSharedPrefixFlags;
-        case Dataset::kMultiTurn: return kMultiTurnFlags;
+        case Dataset::kRandom:
+            return kRandomFlags;
+        case Dataset::kSharedPrefix:
+            return kSharedPrefixFlags;
+        case Dataset::kMultiTurn:
+            return kMultiTurnFlags;
     }
     return {};
 }
@@ -150,40 +153,52 @@ Status parse_dataset_flags(const CliArgs& flags, BenchServeOptions& o) {
     switch (o.dataset) {
         case Dataset::kRandom: {
             const int n = read_int(flags, "num-prompts", err), in = read_int(flags, "input-len", err),
-                       out = read_int(flags, "output-len", err);
+                      out = read_int(flags, "output-len", err);
             HICHAT_RETURN_IF_ERROR(err);
             s.num_prompts = n, s.input_len = in, s.output_len = out;
             return ok_status();
         }
         case Dataset::kSharedPrefix: {
-            const int g = read_int(flags, "gsp-num-groups", err), p = read_int(flags, "gsp-prompts-per-group", err),
-                       sys = read_int(flags, "gsp-system-prompt-len", err),
-                       q = read_int(flags, "gsp-question-len", err), out = read_int(flags, "gsp-output-len", err);
+            const int g = read_int(flags, "gsp-num-groups", err),
+                      p = read_int(flags, "gsp-prompts-per-group", err),
+                      sys = read_int(flags, "gsp-system-prompt-len", err),
+                      q = read_int(flags, "gsp-question-len", err),
+                      out = read_int(flags, "gsp-output-len", err);
             HICHAT_RETURN_IF_ERROR(err);
             if (int64_t{g} * p > (1 << 24))
-                return invalid_argument("--gsp-num-groups x --gsp-prompts-per-group must be at most 16777216, got " +
-                                        std::to_string(int64_t{g} * p));
-            o.shared_prefix = {.num_groups = g, .prompts_per_group = p, .system_prompt_len = sys,
-                               .question_len = q, .vocab_size = o.vocab_size, .seed = s.seed};
+                return invalid_argument(
+                    "--gsp-num-groups x --gsp-prompts-per-group must be at most 16777216, got " +
+                    std::to_string(int64_t{g} * p));
+            o.shared_prefix = {.num_groups = g,
+                               .prompts_per_group = p,
+                               .system_prompt_len = sys,
+                               .question_len = q,
+                               .vocab_size = o.vocab_size,
+                               .seed = s.seed};
             s.num_prompts = g * p, s.input_len = sys + q, s.output_len = out;
-            s.dataset_params = {{"gsp_num_groups", g}, {"gsp_prompts_per_group", p},
-                                {"gsp_system_prompt_len", sys}, {"gsp_question_len", q},
+            s.dataset_params = {{"gsp_num_groups", g},
+                                {"gsp_prompts_per_group", p},
+                                {"gsp_system_prompt_len", sys},
+                                {"gsp_question_len", q},
                                 {"gsp_output_len", out}};
             return ok_status();
         }
         case Dataset::kMultiTurn: {
-            const int c = read_int(flags, "mt-num-conversations", err), t = read_int(flags, "mt-num-turns", err),
-                       in = read_int(flags, "mt-input-len", err), out = read_int(flags, "mt-output-len", err);
+            const int c = read_int(flags, "mt-num-conversations", err),
+                      t = read_int(flags, "mt-num-turns", err), in = read_int(flags, "mt-input-len", err),
+                      out = read_int(flags, "mt-output-len", err);
             HICHAT_RETURN_IF_ERROR(err);
             // The place for `responses` (previous_response_id): see MultiTurnMode.
             if (flags.get("mt-mode") != "completions")
                 return invalid_argument("--mt-mode must be completions (the only mode today), got '" +
                                         flags.get("mt-mode") + "'");
-            o.multi_turn = {.num_conversations = c, .num_turns = t, .input_len = in, .output_len = out,
-                            .seed = s.seed};
+            o.multi_turn = {
+                .num_conversations = c, .num_turns = t, .input_len = in, .output_len = out, .seed = s.seed};
             o.transcript_file = flags.get("mt-transcript");
             s.num_prompts = c * t, s.input_len = 0, s.output_len = out;
-            s.dataset_params = {{"mt_num_conversations", c}, {"mt_num_turns", t}, {"mt_input_len", in},
+            s.dataset_params = {{"mt_num_conversations", c},
+                                {"mt_num_turns", t},
+                                {"mt_input_len", in},
                                 {"mt_output_len", out}};
             return ok_status();
         }
@@ -248,13 +263,14 @@ std::vector<LoadRequest> build_requests(const BenchServeOptions& o) {
 }
 
 // The multi-turn dataset's next request, built once the previous turn's answer is in.
-LoadRequest multi_turn_request(const BenchServeOptions& o, MultiTurnDataset& dataset, int conversation, int turn,
-                               const std::vector<RequestOutcome>& earlier) {
+LoadRequest multi_turn_request(const BenchServeOptions& o, MultiTurnDataset& dataset, int conversation,
+                               int turn, const std::vector<RequestOutcome>& earlier) {
     switch (o.multi_turn_mode) {
         case MultiTurnMode::kCompletions: {
             const std::string& answer = turn == 0 ? std::string() : earlier.back().output_text;
             const std::string& prompt = dataset.build_prompt(conversation, turn, answer);
-            const CompletionParams params{.model = o.settings.model, .num_output_tokens = o.multi_turn.output_len};
+            const CompletionParams params{.model = o.settings.model,
+                                          .num_output_tokens = o.multi_turn.output_len};
             return {.http_bytes = http_post(o.target, o.api_key, completion_text_body(params, prompt)),
                     .num_prompt_tokens = 0,
                     .keep_text = true};
@@ -272,7 +288,9 @@ Status run_test_request(const BenchServeOptions& o, const std::vector<LoadReques
     const CompletionParams params{.model = o.settings.model, .num_output_tokens = 1};
     LoadRequest probe;
     switch (o.dataset) {
-        case Dataset::kRandom: probe = requests.front(); break;
+        case Dataset::kRandom:
+            probe = requests.front();
+            break;
         case Dataset::kSharedPrefix: {
             const auto ids = random_prompts(1, 16, o.vocab_size, ~o.settings.seed).front();
             probe.http_bytes = http_post(o.target, o.api_key, completion_body(params, ids));
@@ -310,9 +328,10 @@ void print_warnings(const LoadResult& load) {
                      num_chunk_mismatches);
     }
     if (num_prompt_mismatches > 0) {
-        std::fprintf(stderr,
-                     "hichat bench serve: warning: %d requests had usage.prompt_tokens != the prompt ids sent\n",
-                     num_prompt_mismatches);
+        std::fprintf(
+            stderr,
+            "hichat bench serve: warning: %d requests had usage.prompt_tokens != the prompt ids sent\n",
+            num_prompt_mismatches);
     }
 }
 
@@ -328,19 +347,21 @@ Status append_line(const std::string& path, const std::string& text) {
 Result<LoadResult> run_multi_turn(const BenchServeOptions& o) {
     MultiTurnDataset dataset(o.multi_turn);
     const MultiTurnConfig& mt = o.multi_turn;
-    const ConversationLoad plan{
-        .num_conversations = mt.num_conversations,
-        .num_turns = mt.num_turns,
-        .arrivals_s = arrival_times_s(
-            {.num_requests = mt.num_conversations, .request_rate = o.settings.request_rate, .seed = mt.seed})};
+    const ConversationLoad plan{.num_conversations = mt.num_conversations,
+                                .num_turns = mt.num_turns,
+                                .arrivals_s = arrival_times_s({.num_requests = mt.num_conversations,
+                                                               .request_rate = o.settings.request_rate,
+                                                               .seed = mt.seed})};
     auto load = run_conversations({.target = o.target, .max_concurrency = o.settings.max_concurrency}, plan,
                                   [&](int c, int t, const std::vector<RequestOutcome>& earlier) {
                                       return multi_turn_request(o, dataset, c, t, earlier);
                                   });
     HICHAT_RETURN_IF_ERROR(load.status());
     // Text prompts: their length is what the server counted.
-    for (RequestOutcome& out : load->outcomes) out.num_prompt_tokens = std::max(0, out.num_usage_prompt_tokens);
-    if (!o.transcript_file.empty()) HICHAT_RETURN_IF_ERROR(write_multi_turn_transcript(o.transcript_file, dataset, *load));
+    for (RequestOutcome& out : load->outcomes)
+        out.num_prompt_tokens = std::max(0, out.num_usage_prompt_tokens);
+    if (!o.transcript_file.empty())
+        HICHAT_RETURN_IF_ERROR(write_multi_turn_transcript(o.transcript_file, dataset, *load));
     return load;
 }
 

@@ -16,8 +16,8 @@ RequestOutcome outcome(bool success, int prompt_tokens, int usage_prompt_tokens,
 }
 
 TEST(CachedPromptShare, SumOfCachedOverSumOfPromptTokens) {
-    const auto s = cached_prompt_share({outcome(true, 100, 100, 0), outcome(true, 100, 100, 64),
-                                        outcome(true, 200, 200, 192)});
+    const auto s = cached_prompt_share(
+        {outcome(true, 100, 100, 0), outcome(true, 100, 100, 64), outcome(true, 200, 200, 192)});
     EXPECT_EQ(s.num_reporting, 3);
     EXPECT_EQ(s.num_prompt_tokens, 400);
     EXPECT_EQ(s.num_cached_tokens, 256);
@@ -26,8 +26,8 @@ TEST(CachedPromptShare, SumOfCachedOverSumOfPromptTokens) {
 }
 
 TEST(CachedPromptShare, OnlySuccessfulRequestsThatReportTheFieldCount) {
-    const auto s = cached_prompt_share({outcome(true, 100, 100, 50), outcome(false, 100, 100, 100),
-                                        outcome(true, 300, 300, -1)});
+    const auto s = cached_prompt_share(
+        {outcome(true, 100, 100, 50), outcome(false, 100, 100, 100), outcome(true, 300, 300, -1)});
     EXPECT_EQ(s.num_reporting, 1);
     EXPECT_EQ(s.num_prompt_tokens, 100);
     EXPECT_DOUBLE_EQ(*s.share(), 0.5);

@@ -9,7 +9,8 @@
 namespace hichat::tools::bench {
 namespace {
 
-const MultiTurnConfig kConfig{.num_conversations = 3, .num_turns = 4, .input_len = 12, .output_len = 5, .seed = 7};
+const MultiTurnConfig kConfig{
+    .num_conversations = 3, .num_turns = 4, .input_len = 12, .output_len = 5, .seed = 7};
 
 int num_words(const std::string& text) {
     std::istringstream in(text);

@@ -10,8 +10,12 @@
 namespace hichat::tools::bench {
 namespace {
 
-const SharedPrefixConfig kConfig{.num_groups = 5, .prompts_per_group = 7, .system_prompt_len = 40,
-                                 .question_len = 9, .vocab_size = 256, .seed = 11};
+const SharedPrefixConfig kConfig{.num_groups = 5,
+                                 .prompts_per_group = 7,
+                                 .system_prompt_len = 40,
+                                 .question_len = 9,
+                                 .vocab_size = 256,
+                                 .seed = 11};
 
 std::vector<int32_t> head(const std::vector<int32_t>& ids, int n) { return {ids.begin(), ids.begin() + n}; }
 std::vector<int32_t> tail(const std::vector<int32_t>& ids, int n) { return {ids.end() - n, ids.end()}; }

@@ -33,7 +33,7 @@ TEST(TurnStats, GroupsOutcomesByTurnIndex) {
     EXPECT_EQ(stats[0].turn, 0);
     EXPECT_EQ(stats[0].num_completed, 3);
     EXPECT_EQ(stats[0].num_failed, 0);
-    EXPECT_NEAR(stats[0].ttft.mean_ms, 200, 1e-9);    // {100, 300, 200}
+    EXPECT_NEAR(stats[0].ttft.mean_ms, 200, 1e-9);  // {100, 300, 200}
     EXPECT_NEAR(stats[0].ttft.median_ms, 200, 1e-9);
     EXPECT_NEAR(stats[0].ttft.p99_ms, 200 + 0.98 * 100, 1e-9);
     EXPECT_DOUBLE_EQ(*stats[0].cache.share(), 0.0);
@@ -41,7 +41,7 @@ TEST(TurnStats, GroupsOutcomesByTurnIndex) {
     EXPECT_EQ(stats[1].turn, 1);
     EXPECT_EQ(stats[1].num_completed, 2);
     EXPECT_EQ(stats[1].num_failed, 1);
-    EXPECT_NEAR(stats[1].ttft.mean_ms, 30, 1e-9);     // {20, 40}
+    EXPECT_NEAR(stats[1].ttft.mean_ms, 30, 1e-9);  // {20, 40}
     EXPECT_NEAR(stats[1].ttft.p99_ms, 20 + 0.99 * 20, 1e-9);
     EXPECT_DOUBLE_EQ(*stats[1].cache.share(), 70.0 / 100.0);
 

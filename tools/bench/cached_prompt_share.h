@@ -12,9 +12,9 @@
 namespace hichat::tools::bench {
 
 struct CachedPromptShare {
-    int num_reporting = 0;           // successful requests whose usage had cached_tokens
-    int64_t num_prompt_tokens = 0;   // their prompt tokens (usage.prompt_tokens, else as sent)
-    int64_t num_cached_tokens = 0;   // their cached_tokens
+    int num_reporting = 0;          // successful requests whose usage had cached_tokens
+    int64_t num_prompt_tokens = 0;  // their prompt tokens (usage.prompt_tokens, else as sent)
+    int64_t num_cached_tokens = 0;  // their cached_tokens
 
     // Counts `outcome` if it succeeded and reported cached_tokens.
     void add(const RequestOutcome& outcome);

@@ -47,7 +47,8 @@ asio::awaitable<void> run_turns(ConversationRun& run, LaneConnection& connection
     std::vector<RequestOutcome> earlier;
     for (int turn = 0; turn < run.load.num_turns; ++turn) {
         const LoadRequest request = run.next_request(conversation, turn, earlier);
-        run.result.max_concurrent_requests = std::max(run.result.max_concurrent_requests, ++run.num_in_flight);
+        run.result.max_concurrent_requests =
+            std::max(run.result.max_concurrent_requests, ++run.num_in_flight);
         RequestOutcome out = co_await connection.run(request);
         --run.num_in_flight;
         run.outcome(conversation, turn) = out;

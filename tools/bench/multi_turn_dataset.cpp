@@ -12,12 +12,12 @@ namespace {
 // Common short English words; with their leading space most are one token in the usual byte-level BPE
 // vocabularies (GPT-2, Llama 3, Qwen), so a message of N words is about N tokens.
 constexpr std::array<std::string_view, 64> kWords = {
-    "the",   "of",    "and",   "to",    "in",    "is",    "that",  "for",   "it",    "as",    "was",
-    "with",  "be",    "by",    "on",    "not",   "he",    "this",  "are",   "or",    "his",   "from",
-    "at",    "which", "but",   "have",  "an",    "had",   "they",  "you",   "were",  "their", "one",
-    "all",   "we",    "can",   "her",   "has",   "there", "been",  "if",    "more",  "when",  "will",
-    "would", "who",   "so",    "no",    "time",  "people", "year", "way",   "day",   "man",   "world",
-    "life",  "work",  "part",  "place", "water", "city",  "house", "music", "story"};
+    "the",   "of",    "and",  "to",    "in",    "is",     "that",  "for",   "it",   "as",    "was",
+    "with",  "be",    "by",   "on",    "not",   "he",     "this",  "are",   "or",   "his",   "from",
+    "at",    "which", "but",  "have",  "an",    "had",    "they",  "you",   "were", "their", "one",
+    "all",   "we",    "can",  "her",   "has",   "there",  "been",  "if",    "more", "when",  "will",
+    "would", "who",   "so",   "no",    "time",  "people", "year",  "way",   "day",  "man",   "world",
+    "life",  "work",  "part", "place", "water", "city",   "house", "music", "story"};
 
 std::string random_words(std::mt19937_64& rng, int num_words) {
     std::string out;
@@ -49,7 +49,8 @@ const std::string& MultiTurnDataset::user_message(int conversation, int turn) co
     return user_messages_[index(conversation, turn)];
 }
 
-const std::string& MultiTurnDataset::build_prompt(int conversation, int turn, const std::string& previous_answer) {
+const std::string& MultiTurnDataset::build_prompt(int conversation, int turn,
+                                                  const std::string& previous_answer) {
     std::string& out = prompts_[index(conversation, turn)];
     out = turn == 0 ? std::string() : prompt(conversation, turn - 1) + previous_answer;
     out += user_message(conversation, turn);

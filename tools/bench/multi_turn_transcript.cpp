@@ -13,7 +13,8 @@ nlohmann::ordered_json count_or_null(int count) {
 
 }  // namespace
 
-Status write_multi_turn_transcript(const std::string& path, const MultiTurnDataset& dataset, const LoadResult& load) {
+Status write_multi_turn_transcript(const std::string& path, const MultiTurnDataset& dataset,
+                                   const LoadResult& load) {
     std::ofstream out(path, std::ios::trunc);
     const int num_turns = dataset.config().num_turns;
     for (size_t i = 0; i < load.outcomes.size(); ++i) {

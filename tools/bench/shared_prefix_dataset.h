@@ -11,17 +11,17 @@
 namespace hichat::tools::bench {
 
 struct SharedPrefixConfig {
-    int num_groups = 64;          // distinct system prompts
-    int prompts_per_group = 16;   // questions per system prompt
-    int system_prompt_len = 2048; // token ids shared by a group
-    int question_len = 128;       // token ids of each prompt's own question
-    int vocab_size = 256;         // ids are drawn from [0, vocab_size)
+    int num_groups = 64;           // distinct system prompts
+    int prompts_per_group = 16;    // questions per system prompt
+    int system_prompt_len = 2048;  // token ids shared by a group
+    int question_len = 128;        // token ids of each prompt's own question
+    int vocab_size = 256;          // ids are drawn from [0, vocab_size)
     uint64_t seed = 0;
 };
 
 struct SharedPrefixPrompt {
-    int group = 0;                 // which system prompt it starts with
-    std::vector<int32_t> ids;      // [system_prompt_len + question_len]
+    int group = 0;             // which system prompt it starts with
+    std::vector<int32_t> ids;  // [system_prompt_len + question_len]
 };
 
 // [num_groups * prompts_per_group] prompts in their (shuffled) sending order.
