@@ -91,5 +91,55 @@ TEST(BenchmarkReport, JsonCarriesVllmKeys) {
     EXPECT_TRUE(std::regex_search(table, std::regex("\nMean TPOT \\(ms\\): +250\\.00 *\n"))) << table;
 }
 
+TEST(BenchmarkReport, CachedShareIsNullAndNaWhenTheServerDoesNotReportIt) {
+    BenchmarkSettings s;
+    const BenchmarkReport r = make_report(sample_load());
+    const auto j = report_json(r, s);
+    EXPECT_EQ(j["dataset"], "random");
+    EXPECT_TRUE(j["cached_prompt_share"].is_null());
+    EXPECT_EQ(j["cached_prompt_tokens"], 0);
+    EXPECT_FALSE(j.contains("turns"));
+    const std::string table = report_table(r, s);
+    EXPECT_TRUE(std::regex_search(table, std::regex("\nPrompt tokens served from cache: +n/a *\n"))) << table;
+    EXPECT_EQ(table.find("TTFT by Turn"), std::string::npos);
+}
+
+TEST(BenchmarkReport, MultiTurnReportsCachedShareAndTtftByTurn) {
+    // 2 conversations x 2 turns, conversation-major.
+    LoadResult load;
+    load.duration_s = 1.0;
+    auto add = [&](double ttft_s, int prompt_tokens, int cached_tokens) {
+        RequestOutcome o;
+        o.success = true;
+        o.ttft_s = o.latency_s = ttft_s;
+        o.num_prompt_tokens = o.num_usage_prompt_tokens = prompt_tokens;
+        o.num_cached_prompt_tokens = cached_tokens;
+        o.num_output_tokens = o.num_token_chunks = 1;
+        load.outcomes.push_back(o);
+    };
+    add(0.100, 40, 0), add(0.010, 90, 80), add(0.300, 40, 0), add(0.030, 90, 60);
+    BenchmarkSettings s;
+    s.dataset = "multi-turn";
+    s.dataset_params = {{"mt_num_conversations", 2}, {"mt_num_turns", 2}};
+    const BenchmarkReport r = make_report(load, 2);
+    const auto j = report_json(r, s);
+    EXPECT_EQ(j["dataset"], "multi-turn");
+    EXPECT_EQ(j["mt_num_turns"], 2);
+    EXPECT_EQ(j["cached_prompt_tokens"], 140);
+    EXPECT_DOUBLE_EQ(j["cached_prompt_share"].get<double>(), 140.0 / 260.0);
+    ASSERT_EQ(j["turns"].size(), 2u);
+    EXPECT_EQ(j["turns"][0]["turn"], 0);
+    EXPECT_EQ(j["turns"][0]["completed"], 2);
+    EXPECT_NEAR(j["turns"][0]["mean_ttft_ms"].get<double>(), 200, 1e-9);
+    EXPECT_NEAR(j["turns"][0]["median_ttft_ms"].get<double>(), 200, 1e-9);
+    EXPECT_NEAR(j["turns"][0]["p99_ttft_ms"].get<double>(), 100 + 0.99 * 200, 1e-9);
+    EXPECT_DOUBLE_EQ(j["turns"][0]["cached_prompt_share"].get<double>(), 0.0);
+    EXPECT_NEAR(j["turns"][1]["mean_ttft_ms"].get<double>(), 20, 1e-9);
+    EXPECT_DOUBLE_EQ(j["turns"][1]["cached_prompt_share"].get<double>(), 140.0 / 180.0);
+    const std::string table = report_table(r, s);
+    EXPECT_TRUE(std::regex_search(table, std::regex("\nPrompt tokens served from cache: +53\\.85% *\n"))) << table;
+    EXPECT_TRUE(std::regex_search(table, std::regex("\n1 +2 +20\\.00 +20\\.00 +29\\.80 +77\\.78% *\n"))) << table;
+}
+
 }  // namespace
 }  // namespace hichat::tools::bench

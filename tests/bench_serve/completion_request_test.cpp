@@ -20,6 +20,15 @@ TEST(CompletionRequest, BodyAsksForAStreamOfExactlyNTokens) {
     EXPECT_EQ(j["stream_options"]["include_usage"], true);
 }
 
+TEST(CompletionRequest, TextPromptBody) {
+    const auto j = nlohmann::json::parse(
+        completion_text_body({.model = "tiny", .num_output_tokens = 3}, " the history\n"));
+    EXPECT_EQ(j["prompt"], " the history\n");
+    EXPECT_EQ(j["max_tokens"], 3);
+    EXPECT_EQ(j["ignore_eos"], true);
+    EXPECT_EQ(j["stream"], true);
+}
+
 TEST(CompletionRequest, HttpBytes) {
     const HttpTarget t{.host = "h", .port = "1", .path = "/v1/completions", .host_header = "h:1"};
     const std::string body = "{}";

@@ -190,6 +190,88 @@ TEST_F(BenchServeEndToEnd, PoissonArrivals) {
     EXPECT_GE(j["duration"].get<double>(), 0.15);
 }
 
+TEST_F(BenchServeEndToEnd, SharedPrefixSendsEveryGroupsPrompts) {
+    const RunResult r = bench(
+        "--model tiny --api-key sk-bench --dataset shared-prefix --gsp-num-groups 3 --gsp-prompts-per-group 4 "
+        "--gsp-system-prompt-len 32 --gsp-question-len 8 --gsp-output-len 4 --max-concurrency 4 --seed 5");
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const auto j = json_line(r.out);
+    EXPECT_EQ(j["dataset"], "shared-prefix");
+    EXPECT_EQ(j["gsp_num_groups"], 3);
+    EXPECT_EQ(j["completed"], 12);
+    EXPECT_EQ(j["total_input_tokens"], 12 * 40);
+    EXPECT_EQ(j["total_output_tokens"], 12 * 4);
+    // usage.prompt_tokens == 40 for every request: no warning.
+    EXPECT_EQ(r.err.find("warning"), std::string::npos) << r.err;
+    // Today's server may not report cached_tokens (null, "n/a"); once it does, a share in [0, 1].
+    ASSERT_TRUE(j.contains("cached_prompt_share"));
+    if (!j["cached_prompt_share"].is_null()) {
+        EXPECT_GE(j["cached_prompt_share"].get<double>(), 0.0);
+        EXPECT_LE(j["cached_prompt_share"].get<double>(), 1.0);
+    } else {
+        EXPECT_NE(r.out.find("Prompt tokens served from cache:         n/a"), std::string::npos) << r.out;
+    }
+}
+
+TEST_F(BenchServeEndToEnd, MultiTurnPromptsCarryTheHistory) {
+    const fs::path transcript = *dir_ / "transcript.jsonl";
+    const RunResult r = bench(
+        "--model tiny --api-key sk-bench --dataset multi-turn --mt-num-conversations 3 --mt-num-turns 3 "
+        "--mt-input-len 8 --mt-output-len 6 --max-concurrency 2 --seed 2 --mt-transcript " +
+        transcript.string());
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const auto j = json_line(r.out);
+    EXPECT_EQ(j["dataset"], "multi-turn");
+    EXPECT_EQ(j["completed"], 9);
+    EXPECT_EQ(j["total_output_tokens"], 9 * 6);
+    EXPECT_LE(j["max_concurrent_requests"].get<int>(), 2);
+    ASSERT_EQ(j["turns"].size(), 3u);
+    for (int t = 0; t < 3; ++t) {
+        EXPECT_EQ(j["turns"][t]["turn"], t);
+        EXPECT_EQ(j["turns"][t]["completed"], 3);
+        EXPECT_GT(j["turns"][t]["mean_ttft_ms"].get<double>(), 0);
+    }
+    EXPECT_NE(r.out.find("TTFT by Turn"), std::string::npos);
+
+    std::vector<nlohmann::json> lines;
+    std::istringstream in(slurp(transcript));
+    for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+    ASSERT_EQ(lines.size(), 9u);
+    int64_t sum_prompt_tokens = 0;
+    for (int c = 0; c < 3; ++c) {
+        for (int t = 0; t < 3; ++t) {
+            const auto& now = lines[static_cast<size_t>(c * 3 + t)];
+            EXPECT_EQ(now["conversation"], c);
+            EXPECT_EQ(now["turn"], t);
+            EXPECT_TRUE(now["success"].get<bool>());
+            EXPECT_FALSE(now["answer"].get<std::string>().empty());
+            sum_prompt_tokens += now["prompt_tokens"].get<int64_t>();
+            if (t == 0) continue;
+            const auto& before = lines[static_cast<size_t>(c * 3 + t - 1)];
+            // Turn t's prompt is turn t-1's prompt, then its answer as streamed, then a new message.
+            const std::string history = before["prompt"].get<std::string>() + before["answer"].get<std::string>();
+            const std::string prompt = now["prompt"].get<std::string>();
+            EXPECT_EQ(prompt.rfind(history, 0), 0u) << "conversation " << c << " turn " << t;
+            EXPECT_GT(prompt.size(), history.size());
+            EXPECT_GT(now["prompt_tokens"].get<int>(), before["prompt_tokens"].get<int>());
+            // Sent only after the previous answer had arrived.
+            EXPECT_GE(now["start_ms"].get<double>(),
+                      before["start_ms"].get<double>() + before["e2el_ms"].get<double>());
+        }
+    }
+    // The prompt tokens counted are the server's.
+    EXPECT_EQ(j["total_input_tokens"].get<int64_t>(), sum_prompt_tokens);
+}
+
+TEST_F(BenchServeEndToEnd, FlagsOfAnotherDatasetAreRefused) {
+    const RunResult r = bench("--model tiny --api-key sk-bench --dataset multi-turn --input-len 4");
+    EXPECT_EQ(r.exit_code, 2);
+    EXPECT_NE(r.err.find("--input-len does not apply to --dataset multi-turn"), std::string::npos) << r.err;
+    const RunResult mode = bench("--model tiny --api-key sk-bench --dataset multi-turn --mt-mode responses");
+    EXPECT_EQ(mode.exit_code, 2);
+    EXPECT_NE(mode.err.find("--mt-mode must be completions"), std::string::npos) << mode.err;
+}
+
 TEST_F(BenchServeEndToEnd, WrongKeyStopsAtTheTestRequest) {
     const RunResult r = bench("--model tiny --api-key wrong --input-len 8 --output-len 4 --num-prompts 2");
     EXPECT_EQ(r.exit_code, 2);

@@ -64,6 +64,45 @@ TEST(StreamRecorder, ChatDeltasCount) {
     EXPECT_EQ(o.num_token_chunks, 2);
 }
 
+TEST(StreamRecorder, ReadsCachedTokensFromPromptTokensDetails) {
+    StreamRecorder r(0.0, 16);
+    r.on_event(token("a"), 0.1);
+    r.on_event(R"({"choices":[],"usage":{"prompt_tokens":16,"completion_tokens":1,)"
+               R"("prompt_tokens_details":{"cached_tokens":12}}})",
+               0.2);
+    const RequestOutcome o = r.finish("");
+    ASSERT_TRUE(o.success);
+    EXPECT_EQ(o.num_cached_prompt_tokens, 12);
+    EXPECT_EQ(o.num_usage_prompt_tokens, 16);
+}
+
+TEST(StreamRecorder, CachedTokensAbsentOrNotAnIntegerIsNotReported) {
+    for (const char* usage : {R"({"choices":[],"usage":{"prompt_tokens":16,"completion_tokens":1}})",
+                              R"({"choices":[],"usage":{"prompt_tokens_details":null}})",
+                              R"({"choices":[],"usage":{"prompt_tokens_details":{"cached_tokens":"7"}}})",
+                              R"({"choices":[],"cached_tokens":7,"usage":{}})"}) {
+        StreamRecorder r(0.0, 16);
+        r.on_event(token("a"), 0.1);
+        r.on_event(usage, 0.2);
+        EXPECT_EQ(r.finish("").num_cached_prompt_tokens, -1) << usage;
+    }
+}
+
+TEST(StreamRecorder, KeepsTheStreamedTextOnlyWhenAsked) {
+    const std::string events[] = {token("Hel"), token("lo\\n"), token(""), token("\\u00e9"), kFinish, kUsage};
+    StreamRecorder keep(0.0, 4, /*keep_text=*/true), drop(0.0, 4);
+    for (const std::string& e : events) {
+        keep.on_event(e, 0.1);
+        drop.on_event(e, 0.1);
+    }
+    EXPECT_EQ(keep.finish("").output_text, "Hello\n\xc3\xa9");
+    EXPECT_EQ(drop.finish("").output_text, "");
+    StreamRecorder chat(0.0, 4, true);
+    chat.on_event(R"({"choices":[{"index":0,"delta":{"role":"assistant","content":"x"}}]})", 0.1);
+    chat.on_event(R"({"choices":[{"index":0,"delta":{"content":"y"},"finish_reason":"stop"}]})", 0.2);
+    EXPECT_EQ(chat.finish("").output_text, "xy");
+}
+
 TEST(StreamRecorder, FailuresCarryTheReason) {
     {
         StreamRecorder r(0.0, 4);

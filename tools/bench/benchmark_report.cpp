@@ -39,6 +39,44 @@ void add_stats(nlohmann::ordered_json& j, const std::string& key, const LatencyS
     j["p99_" + key + "_ms"] = s.p99_ms;
 }
 
+std::string percent_or_na(const CachedPromptShare& c) {
+    const auto share = c.share();
+    return share ? fixed(100.0 * *share) + "%" : "n/a";
+}
+
+nlohmann::ordered_json share_json(const CachedPromptShare& c) {
+    const auto share = c.share();
+    return share ? nlohmann::ordered_json(*share) : nlohmann::ordered_json(nullptr);
+}
+
+nlohmann::ordered_json turns_json(const std::vector<TurnStats>& turns) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+    for (const TurnStats& t : turns) {
+        out.push_back({{"turn", t.turn},
+                       {"completed", t.num_completed},
+                       {"failed", t.num_failed},
+                       {"mean_ttft_ms", t.ttft.mean_ms},
+                       {"median_ttft_ms", t.ttft.median_ms},
+                       {"p99_ttft_ms", t.ttft.p99_ms},
+                       {"cached_prompt_share", share_json(t.cache)}});
+    }
+    return out;
+}
+
+std::string turns_block(const std::vector<TurnStats>& turns) {
+    std::string out = banner("TTFT by Turn", '-');
+    char buf[128];
+    std::snprintf(buf, sizeof(buf), "%-6s %-6s %-10s %-10s %-10s %-8s\n", "Turn", "Done", "Mean(ms)",
+                  "Median(ms)", "P99(ms)", "Cached");
+    out += buf;
+    for (const TurnStats& t : turns) {
+        std::snprintf(buf, sizeof(buf), "%-6d %-6d %-10.2f %-10.2f %-10.2f %-8s\n", t.turn, t.num_completed,
+                      t.ttft.mean_ms, t.ttft.median_ms, t.ttft.p99_ms, percent_or_na(t.cache).c_str());
+        out += buf;
+    }
+    return out;
+}
+
 std::string utc_now() {
     std::time_t t = std::time(nullptr);
     std::tm tm{};
@@ -50,8 +88,10 @@ std::string utc_now() {
 
 }  // namespace
 
-BenchmarkReport make_report(const LoadResult& load) {
+BenchmarkReport make_report(const LoadResult& load, int num_turns) {
     BenchmarkReport r;
+    r.cache = cached_prompt_share(load.outcomes);
+    if (num_turns > 0) r.turns = stats_by_turn(load.outcomes, num_turns);
     std::vector<double> ttfts, tpots, itls, e2els;
     for (const RequestOutcome& o : load.outcomes) {
         if (!o.success) {
@@ -89,6 +129,8 @@ nlohmann::ordered_json report_json(const BenchmarkReport& r, const BenchmarkSett
     j["base_url"] = s.base_url;
     j["model_id"] = s.model;
     if (!s.commit.empty()) j["commit"] = s.commit;
+    j["dataset"] = s.dataset;
+    for (const auto& [key, value] : s.dataset_params) j[key] = value;
     j["num_prompts"] = s.num_prompts;
     j["input_len"] = s.input_len;
     j["output_len"] = s.output_len;
@@ -110,11 +152,15 @@ nlohmann::ordered_json report_json(const BenchmarkReport& r, const BenchmarkSett
     add_stats(j, "tpot", r.tpot);
     add_stats(j, "itl", r.itl);
     add_stats(j, "e2el", r.e2el);
+    j["cached_prompt_tokens"] = r.cache.num_cached_tokens;
+    j["cached_prompt_share"] = share_json(r.cache);
+    if (!r.turns.empty()) j["turns"] = turns_json(r.turns);
     return j;
 }
 
 std::string report_table(const BenchmarkReport& r, const BenchmarkSettings& s) {
     std::string out = banner(" Serving Benchmark Result ", '=');
+    out += line("Dataset:", s.dataset);
     out += line("Successful requests:", std::to_string(r.num_completed));
     out += line("Failed requests:", std::to_string(r.num_failed));
     out += line("Maximum request concurrency:", std::to_string(s.max_concurrency));
@@ -126,7 +172,9 @@ std::string report_table(const BenchmarkReport& r, const BenchmarkSettings& s) {
     out += line("Output token throughput (tok/s):", fixed(r.output_throughput));
     out += line("Total Token throughput (tok/s):", fixed(r.total_token_throughput));
     out += line("Peak concurrent requests:", std::to_string(r.max_concurrent_requests));
+    out += line("Prompt tokens served from cache:", percent_or_na(r.cache));
     out += stats_block("Time to First Token", "TTFT", r.ttft);
+    if (!r.turns.empty()) out += turns_block(r.turns);
     out += stats_block("Time per Output Token (excl. 1st token)", "TPOT", r.tpot);
     out += stats_block("Inter-token Latency", "ITL", r.itl);
     out += stats_block("End-to-end Latency", "E2EL", r.e2el);

@@ -5,17 +5,29 @@
 
 namespace hichat::tools::bench {
 
-std::string completion_body(const CompletionParams& params, const std::vector<int32_t>& prompt_ids) {
+namespace {
+
+std::string body_with_prompt(const CompletionParams& params, nlohmann::json prompt) {
     const nlohmann::json body = {
         {"model", params.model},
-        {"prompt", prompt_ids},
+        {"prompt", std::move(prompt)},
         {"max_tokens", params.num_output_tokens},
         {"temperature", 0},
         {"ignore_eos", true},
         {"stream", true},
         {"stream_options", {{"include_usage", true}}},
     };
-    return body.dump();
+    return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+std::string completion_body(const CompletionParams& params, const std::vector<int32_t>& prompt_ids) {
+    return body_with_prompt(params, prompt_ids);
+}
+
+std::string completion_text_body(const CompletionParams& params, const std::string& prompt_text) {
+    return body_with_prompt(params, prompt_text);
 }
 
 std::string http_post(const HttpTarget& target, const std::string& api_key, const std::string& body) {

@@ -18,6 +18,8 @@ struct CompletionParams {
 // {"model", "prompt": [ids], "max_tokens", "temperature": 0, "ignore_eos": true, "stream": true,
 //  "stream_options": {"include_usage": true}}
 std::string completion_body(const CompletionParams& params, const std::vector<int32_t>& prompt_ids);
+// The same body with a text prompt (the multi-turn dataset's history); the server tokenizes it.
+std::string completion_text_body(const CompletionParams& params, const std::string& prompt_text);
 
 // The full HTTP/1.1 POST (keep-alive, JSON body, bearer token when `api_key` is not empty).
 std::string http_post(const HttpTarget& target, const std::string& api_key, const std::string& body);

@@ -11,15 +11,13 @@
 #include <utility>  // before Asio (see stream_exchange.h)
 
 #include <boost/asio/co_spawn.hpp>
-#include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/use_awaitable.hpp>
 // clang-format on
 
-#include "bench/stream_exchange.h"
-#include "bench/stream_recorder.h"
+#include "bench/lane_connection.h"
 
 namespace hichat::tools::bench {
 namespace {
@@ -42,36 +40,12 @@ struct Run {
     double now_s() const { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 };
 
-// One request on the lane's connection, reconnecting when it is closed. A reused keep-alive
-// connection that the server closed meanwhile fails before any byte comes back; that is retried
-// once on a fresh connection.
-asio::awaitable<RequestOutcome> run_request(Run& run, tcp::socket& socket, std::string& pending,
-                                            const LoadRequest& request) {
-    StreamRecorder recorder(run.now_s(), request.num_prompt_tokens);
-    const std::function<double()> now_s = [&run] { return run.now_s(); };
-    for (int attempt = 0;; ++attempt) {
-        error_code ec;
-        const bool reused = socket.is_open();
-        if (!reused) {
-            pending.clear();
-            co_await asio::async_connect(socket, run.endpoints,
-                                         asio::redirect_error(asio::use_awaitable, ec));
-            if (ec) co_return recorder.finish("connect: " + ec.message());
-            socket.set_option(tcp::no_delay(true), ec);
-        }
-        ExchangeResult x = co_await exchange(socket, pending, request.http_bytes, recorder, now_s);
-        if (!x.reusable) socket.close(ec);
-        if (!x.error.empty() && reused && !x.received_bytes && attempt == 0) continue;
-        co_return recorder.finish(x.error);
-    }
-}
-
 // One concurrency slot: takes requests in arrival order until none are left.
 asio::awaitable<void> run_lane(Run& run) {
     auto executor = co_await asio::this_coro::executor;
-    tcp::socket socket(executor);
+    const std::function<double()> now_s = [&run] { return run.now_s(); };
+    LaneConnection connection(executor, run.endpoints, now_s);
     asio::steady_timer timer(executor);
-    std::string pending;
     while (run.next_request < run.requests.size()) {
         const size_t i = run.next_request++;
         timer.expires_at(run.t0 + std::chrono::duration_cast<Clock::duration>(
@@ -80,11 +54,10 @@ asio::awaitable<void> run_lane(Run& run) {
         co_await timer.async_wait(asio::redirect_error(asio::use_awaitable, ec));
         run.result.max_concurrent_requests =
             std::max(run.result.max_concurrent_requests, ++run.num_in_flight);
-        run.result.outcomes[i] = co_await run_request(run, socket, pending, run.requests[i]);
+        run.result.outcomes[i] = co_await connection.run(run.requests[i]);
         --run.num_in_flight;
     }
-    error_code ec;
-    socket.close(ec);
+    connection.close();
 }
 
 }  // namespace

@@ -23,18 +23,22 @@ struct EventFields {
     size_t num_choices = 0;
     // choices[0], when it is an object:
     bool text_is_string = false, text_nonempty = false;        // "text"
+    std::string text, content;                                 // their values, when strings
     bool delta_is_object = false;                              // "delta"
     bool content_is_string = false, content_nonempty = false;  // "delta"."content"
     bool finish_reason_set = false;                            // "finish_reason" present, not null
     // root "usage", when it is an object: its integer fields
     bool usage_is_object = false;
     std::optional<int> completion_tokens, prompt_tokens;
+    std::optional<int> cached_tokens;  // "prompt_tokens_details"."cached_tokens"
 
     bool has_text() const {
         if (text_is_string) return text_nonempty;
         return delta_is_object && content_is_string && content_nonempty;
     }
     bool is_end_marker() const { return finish_reason_set && !has_text(); }
+    // The token text has_text() looks at.
+    const std::string& token_text() const { return text_is_string ? text : content; }
 };
 
 // nlohmann::json_sax for EventFields. Each value is classified by where it sits (its Slot) when it
@@ -54,7 +58,12 @@ public:
     bool number_integer(number_integer_t v) { return scalar(Kind::kInteger, static_cast<int>(v)); }
     bool number_unsigned(number_unsigned_t v) { return scalar(Kind::kInteger, static_cast<int>(v)); }
     bool number_float(number_float_t, const string_t&) { return scalar(Kind::kOther); }
-    bool string(string_t& v) { return scalar(v.empty() ? Kind::kEmptyString : Kind::kString); }
+    bool string(string_t& v) {
+        const Slot slot = on_value(v.empty() ? Kind::kEmptyString : Kind::kString);
+        if (slot == Slot::kText) out_.text = v;
+        if (slot == Slot::kContent) out_.content = v;
+        return true;
+    }
     bool binary(binary_t&) { return scalar(Kind::kOther); }
     bool start_object(size_t) { return open(Kind::kObject); }
     bool start_array(size_t) { return open(Kind::kArray); }
@@ -68,7 +77,7 @@ public:
 
 private:
     enum class Slot { kRoot, kOther, kError, kChoices, kChoice0, kText, kDelta, kContent, kFinishReason, kUsage,
-                      kCompletionTokens, kPromptTokens };
+                      kCompletionTokens, kPromptTokens, kPromptTokensDetails, kCachedTokens };
     enum class Kind { kNull, kInteger, kString, kEmptyString, kObject, kArray, kOther };
     struct Container {
         Slot slot;
@@ -93,6 +102,10 @@ private:
             case Slot::kUsage:
                 if (k == "completion_tokens") return Slot::kCompletionTokens;
                 if (k == "prompt_tokens") return Slot::kPromptTokens;
+                if (k == "prompt_tokens_details") return Slot::kPromptTokensDetails;
+                break;
+            case Slot::kPromptTokensDetails:
+                if (k == "cached_tokens") return Slot::kCachedTokens;
                 break;
             default:
                 break;
@@ -133,14 +146,17 @@ private:
                 break;
             case Slot::kChoice0: reset_choice0(); break;
             case Slot::kText:
+                out_.text.clear();
                 out_.text_is_string = is_string;
                 out_.text_nonempty = kind == Kind::kString;
                 break;
             case Slot::kDelta:
                 out_.delta_is_object = kind == Kind::kObject;
                 out_.content_is_string = out_.content_nonempty = false;
+                out_.content.clear();
                 break;
             case Slot::kContent:
+                out_.content.clear();
                 out_.content_is_string = is_string;
                 out_.content_nonempty = kind == Kind::kString;
                 break;
@@ -149,6 +165,11 @@ private:
                 out_.usage_is_object = kind == Kind::kObject;
                 out_.completion_tokens.reset();
                 out_.prompt_tokens.reset();
+                out_.cached_tokens.reset();
+                break;
+            case Slot::kPromptTokensDetails: out_.cached_tokens.reset(); break;
+            case Slot::kCachedTokens:
+                out_.cached_tokens = kind == Kind::kInteger ? std::optional<int>(number) : std::nullopt;
                 break;
             case Slot::kCompletionTokens:
                 out_.completion_tokens = kind == Kind::kInteger ? std::optional<int>(number) : std::nullopt;
@@ -170,6 +191,8 @@ private:
 
     void reset_choice0() {
         out_.text_is_string = out_.text_nonempty = false;
+        out_.text.clear();
+        out_.content.clear();
         out_.delta_is_object = out_.content_is_string = out_.content_nonempty = false;
         out_.finish_reason_set = false;
     }
@@ -181,7 +204,7 @@ private:
 
 }  // namespace
 
-StreamRecorder::StreamRecorder(double start_s, int num_prompt_tokens) {
+StreamRecorder::StreamRecorder(double start_s, int num_prompt_tokens, bool keep_text) : keep_text_(keep_text) {
     out_.start_s = start_s;
     out_.num_prompt_tokens = num_prompt_tokens;
 }
@@ -214,10 +237,12 @@ void StreamRecorder::on_event(std::string_view data, double now_s) {
         saw_choices_ = true;
         out_.latency_s = now_s - out_.start_s;
         if (!f.is_end_marker()) on_token_chunk(now_s);
+        if (keep_text_ && f.has_text()) out_.output_text += f.token_text();
     }
     if (f.usage_is_object) {
         if (f.completion_tokens) num_usage_tokens_ = *f.completion_tokens;
         if (f.prompt_tokens) out_.num_usage_prompt_tokens = *f.prompt_tokens;
+        if (f.cached_tokens) out_.num_cached_prompt_tokens = *f.cached_tokens;
     }
 }
 

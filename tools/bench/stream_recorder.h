@@ -15,7 +15,9 @@ namespace hichat::tools::bench {
 
 class StreamRecorder {
 public:
-    StreamRecorder(double start_s, int num_prompt_tokens);
+    // `keep_text`: join the streamed text into RequestOutcome::output_text (multi-turn needs it to build
+    // the next turn's prompt; the other datasets leave it off).
+    StreamRecorder(double start_s, int num_prompt_tokens, bool keep_text = false);
 
     // One event's data, received at `now_s`. Malformed JSON or an `error` object fails the request.
     void on_event(std::string_view data, double now_s);
@@ -29,6 +31,7 @@ private:
     void on_token_chunk(double now_s);
 
     RequestOutcome out_;
+    bool keep_text_ = false;
     bool saw_choices_ = false;
     bool saw_done_ = false;
     double last_token_s_ = 0;    // time of the latest token chunk
