@@ -34,9 +34,11 @@ run() {  # run SETTING [serve flags...]: one server, one bench run; prints the J
   done
   [[ -n $port ]] || { echo "serve did not get ready" >&2; kill $pid; exit 1; }
   local name; name=$(grep -oE "ready: model '[^']+'" "$log/serve-$setting.err" | sed "s/ready: model '//; s/'$//")
+  local rc=0
   "$bin" bench serve --url "http://127.0.0.1:$port" --model "$name" --dataset "$dataset" "${bench_flags[@]}" \
-      > "$log/bench-$setting.out"
+      > "$log/bench-$setting.out" || rc=$?
   kill -TERM $pid; wait $pid || true
+  [[ $rc == 0 ]] || { echo "bench serve failed (exit $rc)" >&2; exit 1; }
   tail -n 1 "$log/bench-$setting.out" | sed "s/^{/{\"setting\":\"prefix-cache-$setting\",\"dataset\":\"$dataset\",/" \
       | tee -a "$out"
   sed '$d' "$log/bench-$setting.out" >&2
