@@ -64,14 +64,14 @@ std::string ResponseEvents::event(const std::string& type, Json payload) {
 }
 
 std::string ResponseEvents::created(const ResponseState& s) {
-    return event("response.created", {{"response", response_json(s)}}) +
-           event("response.in_progress", {{"response", response_json(s)}});
+    std::string out = event("response.created", {{"response", response_json(s)}});
+    return out + event("response.in_progress", {{"response", response_json(s)}});
 }
 
 std::string ResponseEvents::item_started(const ResponseState& s) {
-    return event("response.output_item.added", {{"output_index", 0}, {"item", output_item_json(s)}}) +
-           event("response.content_part.added", {{"item_id", s.output_item_id}, {"output_index", 0},
-                                                 {"content_index", 0}, {"part", output_text_part("")}});
+    std::string out = event("response.output_item.added", {{"output_index", 0}, {"item", output_item_json(s)}});
+    return out + event("response.content_part.added", {{"item_id", s.output_item_id}, {"output_index", 0},
+                                                       {"content_index", 0}, {"part", output_text_part("")}});
 }
 
 std::string ResponseEvents::text_delta(const ResponseState& s, const std::string& delta) {
@@ -86,9 +86,12 @@ std::string ResponseEvents::finished(const ResponseState& s) {
     text_done["logprobs"] = Json::array();
     Json part_done = where;
     part_done["part"] = output_text_part(s.text);
-    return event("response.output_text.done", text_done) + event("response.content_part.done", part_done) +
-           event("response.output_item.done", {{"output_index", 0}, {"item", output_item_json(s)}}) +
-           event(s.status == "completed" ? "response.completed" : "response.incomplete", {{"response", response_json(s)}});
+    // One statement per event: the operands of + are evaluated in no fixed order.
+    std::string out = event("response.output_text.done", text_done);
+    out += event("response.content_part.done", part_done);
+    out += event("response.output_item.done", {{"output_index", 0}, {"item", output_item_json(s)}});
+    out += event(s.status == "completed" ? "response.completed" : "response.incomplete", {{"response", response_json(s)}});
+    return out;
 }
 
 std::string ResponseEvents::error(const ApiError& e) {

@@ -27,7 +27,8 @@ void ResponsesSink::on_event(engine::TokenEvent event) {
 
 void ResponsesSink::start_stream() {
     writer_->start_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}, {"X-Request-Id", state_.id}});
-    writer_->write(events_.created(state_) + events_.item_started(state_));
+    std::string head = events_.created(state_);
+    writer_->write(head + events_.item_started(state_));
 }
 
 void ResponsesSink::finish(const engine::TokenEvent& event) {
