@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   nlohmann-json3-dev libpcre2-dev libsentencepiece-dev libutf8proc-dev libspdlog-dev libfmt-dev
-  libboost-dev libssl-dev openssl curl
+  libboost-dev libssl-dev openssl curl libsqlite3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   nodejs npm chromium
   clang-16 libclang-rt-16-dev

@@ -2,6 +2,9 @@
 
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "api/telemetry/access_log.h"
 #include "api/policy/api_key_store.h"
@@ -26,6 +29,7 @@ namespace {
 // What the service points to; built before the server takes traffic (front) or after loading (model).
 struct Frontend {
     api::ApiKeyStore keys;
+    std::unique_ptr<session::SessionStore> sessions;
     std::unique_ptr<api::QuotaLimiter> quotas;
     api::Metrics metrics;
     std::unique_ptr<api::AccessLog> access_log;
@@ -40,7 +44,26 @@ struct LoadedModel {
     std::unique_ptr<engine::Engine> engine;
     std::unique_ptr<api::PreprocessPool> preprocess;  // its tasks submit to `engine`: stopped first
     std::vector<int32_t> eos_ids;
+    std::string fingerprint;  // of the files that decide token ids: stored ids are reused only under it
 };
+
+// A hash of config.json, the tokenizer files and the chat template's file: stored token ids of a turn
+// are valid only for the same model and tokenizer.
+std::string model_fingerprint(const std::string& model_dir) {
+    uint64_t h = 1469598103934665603ull;  // FNV-1a over the files' bytes
+    for (const char* name : {"config.json", "tokenizer.json", "tokenizer.model", "tokenizer_config.json",
+                             "chat_template.jinja"}) {
+        std::ifstream in(std::filesystem::path(model_dir) / name, std::ios::binary);
+        std::string name_bytes = name;
+        for (char c : name_bytes) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+        for (std::istreambuf_iterator<char> it(in), end; it != end; ++it) {
+            h = (h ^ static_cast<unsigned char>(*it)) * 1099511628211ull;
+        }
+    }
+    char buf[24];
+    std::snprintf(buf, sizeof(buf), "fnv1a-%016llx", static_cast<unsigned long long>(h));
+    return buf;
+}
 
 // A key file without keys or a deny list without phrases would leave the server open or unfiltered
 // while the flag says otherwise: both are refused by name.
@@ -58,6 +81,13 @@ Status build_frontend(const ServeOptions& o, Frontend& f) {
         if (!log.ok()) return invalid_argument("--access-log " + log.status().message());
         f.access_log = std::move(log).value();
     }
+    if (o.session_db_is_default && o.sessions.path != ":memory:") {
+        std::error_code ec;  // a failure shows as the store's own "cannot open" below
+        std::filesystem::create_directories(std::filesystem::path(o.sessions.path).parent_path(), ec);
+    }
+    auto sessions = session::SessionStore::open(o.sessions);
+    if (!sessions.ok()) return invalid_argument("--session-db: " + sessions.status().message());
+    f.sessions = std::move(sessions).value();
     if (!o.deny_list_file.empty()) {
         auto deny = api::DenyList::load(o.deny_list_file);
         HICHAT_RETURN_IF_ERROR(deny.status());
@@ -99,6 +129,7 @@ Status open_model_files(const ServeOptions& o, LoadedModel& m) {
     m.prompts = std::make_unique<api::PromptBuilder>(*m.tokenizer, m.chat.chat_template ? &*m.chat.chat_template : nullptr,
                                                      m.chat.bos_token, m.chat.eos_token);
     m.eos_ids = stop_token_ids(o.model_dir, m.checkpoint->config(), *m.tokenizer);
+    m.fingerprint = model_fingerprint(o.model_dir);
     // The device is chosen from the shape before the server listens: `--device cuda` with a shape the
     // CUDA backend lacks is one error line; `auto` says here why it takes the CPU.
     auto choice = executor::choose_device(m.checkpoint->config(), runner_options(o), executor::cuda_presence());
@@ -130,7 +161,9 @@ api::ServiceDeps service_deps(Frontend& f, LoadedModel& m) {
             .quotas = f.quotas.get(),
             .metrics = &f.metrics,
             .input_filter = &f.deny_list,
-            .eos_token_ids = m.eos_ids};
+            .eos_token_ids = m.eos_ids,
+            .sessions = f.sessions.get(),
+            .model_fingerprint = m.fingerprint};
 }
 
 void wire_engine_gauges(Frontend& f, engine::Engine& e, const api::PreprocessPool& pool) {

@@ -1,6 +1,7 @@
 #include "serve_options.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <optional>
 
@@ -72,6 +73,15 @@ constexpr FlagSpec kFlags[] = {
      .help = "time to receive the request headers; over: 408", .min = 1, .max = 3600},
     {.name = "body-timeout-s", .kind = FlagKind::kInt, .value_name = "N", .default_value = "30",
      .help = "time to receive the request body; over: 408", .min = 1, .max = 3600},
+    {.name = "session-db", .value_name = "PATH|:memory:",
+     .help = "SQLite file of stored responses and conversations (/v1/responses, /v1/conversations); :memory: keeps "
+             "them until exit",
+     .default_note = "$XDG_DATA_HOME/hichat/sessions.db, else ~/.local/share/hichat/sessions.db"},
+    {.name = "session-ttl", .kind = FlagKind::kInt, .value_name = "SECONDS", .default_value = "2592000",
+     .help = "stored responses and conversations older than this are deleted; 0: kept forever", .min = 0,
+     .max = int64_t{1} << 40},
+    {.name = "session-max-rows", .kind = FlagKind::kInt, .value_name = "N", .default_value = "100000",
+     .help = "at most N stored responses and N conversations; the oldest go first", .min = 1, .max = int64_t{1} << 40},
     {.name = "device", .value_name = "auto|cpu|cuda", .default_value = "auto",
      .help = "where the model runs; auto: CUDA when a device is present"},
     {.name = "gpu-memory-fraction", .kind = FlagKind::kNumber, .value_name = "F", .default_value = "0.9",
@@ -92,7 +102,7 @@ struct IntTarget {
 struct IntValues {
     int64_t port = 0, io_threads = 0, threads = 0, rpm = 0, tpm = 0, per_key = 0, seqs = 0, tokens = 0,
             chunk = 0, queue = 0, kv_mb = 0, max_len = 0, timeout_s = 0, drain_s = 0, body_mb = 0,
-            header_s = 0, body_s = 0;
+            header_s = 0, body_s = 0, session_ttl_s = 0, session_rows = 0;
 };
 
 Result<IntValues> read_ints(const CliArgs& flags, bool gpu) {
@@ -116,6 +126,8 @@ Result<IntValues> read_ints(const CliArgs& flags, bool gpu) {
         {"max-body-mb", {}, &v.body_mb},
         {"header-timeout-s", {}, &v.header_s},
         {"body-timeout-s", {}, &v.body_s},
+        {"session-ttl", {}, &v.session_ttl_s},
+        {"session-max-rows", {}, &v.session_rows},
     };
     for (const IntTarget& t : targets) {
         auto value = t.computed ? flags.get_int(t.name, *t.computed) : flags.get_int(t.name);
@@ -198,6 +210,19 @@ void apply_ints(const IntValues& v, ServeOptions& o) {
     o.kv_cache_bytes = v.kv_mb << 20;
     o.max_model_len = static_cast<int>(v.max_len);
     o.request_timeout_s = static_cast<int>(v.timeout_s);
+    o.sessions.ttl_s = v.session_ttl_s;
+    o.sessions.max_rows = v.session_rows;
+}
+
+// $XDG_DATA_HOME/hichat/sessions.db, else $HOME/.local/share/hichat/sessions.db; "" when neither is set.
+std::string default_session_db() {
+    const char* xdg = std::getenv("XDG_DATA_HOME");
+    if (xdg != nullptr && *xdg != '\0') return (std::filesystem::path(xdg) / "hichat" / "sessions.db").string();
+    const char* home = std::getenv("HOME");
+    if (home != nullptr && *home != '\0') {
+        return (std::filesystem::path(home) / ".local" / "share" / "hichat" / "sessions.db").string();
+    }
+    return "";
 }
 
 }  // namespace
@@ -233,6 +258,12 @@ Result<ServeOptions> parse_serve_options(const CliArgs& flags) {
     o.api_key_files = flags.get_all("api-key-file");
     o.deny_list_file = flags.get("deny-list");
     o.access_log = flags.get("access-log");
+    o.sessions.path = flags.get("session-db");
+    o.session_db_is_default = o.sessions.path.empty();
+    if (o.session_db_is_default) o.sessions.path = default_session_db();
+    if (o.sessions.path.empty()) {
+        return invalid_argument("--session-db is required here: neither XDG_DATA_HOME nor HOME is set");
+    }
     o.http.cors.allowed_origins = flags.get_all("allowed-origin");
     o.engine.prefix_cache = !flags.has("no-prefix-cache");
     for (const std::string& origin : o.http.cors.allowed_origins) {

@@ -12,6 +12,7 @@
 #include "engine/engine.h"
 #include "executor/runner_factory.h"
 #include "flag_spec.h"
+#include "session/session_store.h"
 
 namespace hichat::tools {
 
@@ -31,6 +32,8 @@ struct ServeOptions {
     std::string deny_list_file;
     std::string access_log;                // file path, "-" for stderr, empty: off
     int request_timeout_s = 0;
+    session::SessionStoreConfig sessions;  // --session-db, --session-ttl, --session-max-rows
+    bool session_db_is_default = false;    // the data folder is created when missing
 };
 
 // How `hichat serve` splits the cores when --threads / --io-threads are not given: the I/O threads

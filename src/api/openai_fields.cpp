@@ -113,6 +113,66 @@ constexpr FieldRule kStreamOptionRules[] = {
     {"include_obfuscation", kRefused, is_false, "false"},
 };
 
+// The Responses API body (OpenAI's schema as of 2025). Tools, reasoning, background runs and `include`
+// are refused by name until the issues that implement them land.
+constexpr FieldRule kResponsesRules[] = {
+    {"model", kImplemented},
+    {"input", kImplemented},
+    {"instructions", kImplemented},
+    {"store", kImplemented},
+    {"previous_response_id", kImplemented},
+    {"conversation", kImplemented},
+    {"max_output_tokens", kImplemented},
+    {"temperature", kImplemented},
+    {"top_p", kImplemented},
+    {"stream", kImplemented},
+    {"truncation", kImplemented},
+    {"metadata", kImplemented},
+    {"text", kImplemented},
+    {"user", kNoOp, is_string, "a string"},
+    {"safety_identifier", kNoOp, is_string, "a string"},
+    {"prompt_cache_key", kNoOp, is_string, "a string"},
+    {"prompt_cache_retention", kNoOp, is_string, "a string"},
+    {"parallel_tool_calls", kNoOp, is_boolean, "a boolean"},
+    {"stream_options", kRefused, is_empty_object, "{}"},
+    {"tools", kRefused, is_empty_array, "[]"},
+    {"tool_choice", kRefused, is_none_or_auto, "\"none\" or \"auto\""},
+    {"max_tool_calls", kRefused, never, ""},
+    {"reasoning", kRefused, never, ""},
+    {"background", kRefused, is_false, "false"},
+    {"include", kRefused, is_empty_array, "[]"},
+    {"top_logprobs", kRefused, is_zero, "0"},
+    {"prompt", kRefused, never, ""},
+    {"service_tier", kRefused, is_default_tier, "\"auto\" or \"default\""},
+};
+
+constexpr FieldRule kResponseTextRules[] = {
+    {"format", kImplemented},  // {"type": "text"} only: the parser refuses others as unsupported
+    {"verbosity", kRefused, [](const Json& v) { return v == "medium"; }, "\"medium\""},
+};
+
+// A message item of `input`; other item types (function calls, reasoning, references) are refused by
+// the parser naming `input[i].type`.
+constexpr FieldRule kInputItemRules[] = {
+    {"type", kImplemented},
+    {"role", kImplemented},
+    {"content", kImplemented},
+    {"id", kNoOp, is_string, "a string"},
+    {"status", kNoOp, is_string, "a string"},
+};
+
+constexpr FieldRule kInputContentPartRules[] = {
+    {"type", kImplemented},
+    {"text", kImplemented},
+    {"annotations", kRefused, is_empty_array, "[]"},
+    {"logprobs", kRefused, is_empty_array, "[]"},
+};
+
+constexpr FieldRule kConversationRules[] = {
+    {"metadata", kImplemented},
+    {"items", kImplemented},
+};
+
 const FieldRule* find_rule(std::span<const FieldRule> rules, std::string_view name) {
     auto it = std::find_if(rules.begin(), rules.end(), [&](const FieldRule& r) { return r.name == name; });
     return it == rules.end() ? nullptr : &*it;
@@ -126,6 +186,11 @@ std::span<const FieldRule> field_rules(FieldScope scope) {
         case FieldScope::kCompletions: return kCompletionRules;
         case FieldScope::kMessage: return kMessageRules;
         case FieldScope::kStreamOptions: return kStreamOptionRules;
+        case FieldScope::kResponses: return kResponsesRules;
+        case FieldScope::kResponseText: return kResponseTextRules;
+        case FieldScope::kInputItem: return kInputItemRules;
+        case FieldScope::kInputContentPart: return kInputContentPartRules;
+        case FieldScope::kConversation: return kConversationRules;
     }
     return {};
 }

@@ -1,5 +1,6 @@
 // What HiChat does with every field of the OpenAI request schemas: the chat completions and legacy
-// completions bodies, a chat message, stream_options. Each field named by the schema is one of
+// completions bodies, a chat message, stream_options; the Responses body, its text object, input items and
+// their content parts; the Conversations body. Each field named by the schema is one of
 //   implemented  parsed by parse_generation_request (with the vLLM extensions HiChat implements:
 //                top_k, min_p, repetition_penalty, ignore_eos, priority);
 //   no-op        accepted (type-checked) and without effect, because it asks for nothing that would make
@@ -36,7 +37,14 @@ struct FieldRule {
     std::string_view accepted;  // kNoOp: the type in words; kRefused: the accepted value, "" if none
 };
 
-enum class FieldScope { kChat, kCompletions, kMessage, kStreamOptions };
+enum class FieldScope {
+    kChat, kCompletions, kMessage, kStreamOptions,
+    kResponses,         // POST /v1/responses
+    kResponseText,      // its "text" object
+    kInputItem,         // one item of "input" (or of a conversation's items)
+    kInputContentPart,  // one content part of an input item
+    kConversation,      // POST /v1/conversations (and its update)
+};
 
 std::span<const FieldRule> field_rules(FieldScope scope);
 

@@ -356,7 +356,7 @@ std::optional<ApiError> parse_fields(Endpoint endpoint, const Json& json, Genera
 
 }  // namespace
 
-std::optional<ApiError> parse_generation_request(Endpoint endpoint, std::string body, GenerationRequest& out) {
+std::optional<ApiError> parse_json_object(std::string body, Json& json) {
     if (json_depth(body, kMaxJsonDepth) > kMaxJsonDepth) {
         ApiError e = bad_field("", "request body nests arrays and objects deeper than " +
                                        std::to_string(kMaxJsonDepth) + " levels");
@@ -364,13 +364,19 @@ std::optional<ApiError> parse_generation_request(Endpoint endpoint, std::string 
         return e;
     }
     const bool had_invalid_utf8 = mark_invalid_utf8(body);
-    Json json = Json::parse(body, nullptr, /*allow_exceptions=*/false);
+    json = Json::parse(body, nullptr, /*allow_exceptions=*/false);
     if (json.is_discarded()) return bad_field("", "request body is not valid JSON");
     if (!json.is_object()) return bad_field("", "request body must be a JSON object");
     if (had_invalid_utf8) {
         std::string field = find_marked_field(json, "");
         return bad_field(field, (field.empty() ? std::string("request body") : field) + " is not valid UTF-8");
     }
+    return std::nullopt;
+}
+
+std::optional<ApiError> parse_generation_request(Endpoint endpoint, std::string body, GenerationRequest& out) {
+    Json json;
+    if (auto e = parse_json_object(std::move(body), json)) return e;
     out = GenerationRequest{};
     out.endpoint = endpoint;
     auto error = parse_fields(endpoint, json, out);

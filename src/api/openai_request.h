@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "api/api_error.h"
 #include "sampling/sampling_params.h"
 #include "tokenizer/template/chat_template.h"
@@ -41,5 +43,9 @@ inline constexpr int kMaxJsonDepth = 64;
 // of the OpenAI schema is implemented, accepted as a no-op or refused by name (openai_fields.h); keys
 // outside the schema are listed in `out.ignored_fields` and named in one warning log line.
 std::optional<ApiError> parse_generation_request(Endpoint endpoint, std::string body, GenerationRequest& out);
+
+// The first steps of every body parser: the nesting pre-scan, invalid UTF-8 named by field, JSON
+// syntax, an object at the top. `out` is a nlohmann::json.
+std::optional<ApiError> parse_json_object(std::string body, nlohmann::json& out);
 
 }  // namespace hichat::api

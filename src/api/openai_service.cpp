@@ -38,6 +38,15 @@ OpenAiService::OpenAiService(ServiceConfig config) : config_(std::move(config)),
 void OpenAiService::attach(ServiceDeps deps) {
     CHECK(deps.preprocess != nullptr) << "OpenAiService needs a PreprocessPool";
     deps_ = deps;
+    if (deps_.sessions != nullptr) {
+        responses_ = std::make_unique<ResponsesService>(SessionDeps{
+            .engine = deps_.engine, .prompts = deps_.prompts, .store = deps_.sessions, .metrics = deps_.metrics,
+            .quotas = deps_.quotas, .input_filter = deps_.input_filter, .eos_token_ids = deps_.eos_token_ids,
+            .served_model_name = config_.served_model_name, .model_fingerprint = deps_.model_fingerprint,
+            .request_timeout_s = config_.request_timeout_s,
+            .next_request_id = [this] { return engine::RequestId{next_id_.fetch_add(1)}; }});
+        conversations_ = std::make_unique<ConversationsService>(deps_.sessions);
+    }
     ready_.store(true, std::memory_order_release);
 }
 
@@ -50,6 +59,14 @@ void OpenAiService::add_routes(Router& router) {
                [this](HttpRequest& r, WriterPtr w) { handle_generation(Endpoint::kChatCompletions, r, w); });
     router.add("POST", "/v1/completions",
                [this](HttpRequest& r, WriterPtr w) { handle_generation(Endpoint::kCompletions, r, w); });
+    for (const char* method : {"GET", "POST", "DELETE"}) {
+        for (const char* path : {"/v1/responses", "/v1/responses/*", "/v1/conversations", "/v1/conversations/*"}) {
+            const bool collection = std::string_view(path).back() != '*';
+            if (collection && std::string_view(method) != "POST") continue;  // create only
+            if (!collection && std::string_view(path) == "/v1/responses/*" && std::string_view(method) == "POST") continue;
+            router.add(method, path, [this](HttpRequest& r, WriterPtr w) { handle_session(r, w); });
+        }
+    }
     router.add("GET", "/", [](const HttpRequest&, WriterPtr w) {
         w->send(200, "text/html; charset=utf-8", std::string(chat_page_html()));
     });
@@ -185,6 +202,68 @@ void OpenAiService::handle_generation(Endpoint endpoint, HttpRequest& req, const
                                {.http_status = 503, .message = "the server is shutting down", .type = "server_error"},
                                key, {{"Retry-After", "5"}});
     }
+}
+
+// The I/O thread's part: admission (API key; quota for a new response), then the pool does the rest.
+void OpenAiService::handle_session(HttpRequest& req, const WriterPtr& w) {
+    if (!ready()) return reply_error(req, w, {.http_status = 503, .message = "the model is loading", .type = "server_error"}, {});
+    std::optional<KeyId> key;
+    if (!authenticate(req, w, key)) return;
+    if (responses_ == nullptr) {
+        return reply_error(req, w, {.http_status = 503, .message = "the session store is off", .type = "server_error"}, key);
+    }
+    QuotaLease lease;
+    const bool generates = req.method == "POST" && req.path == "/v1/responses";
+    if (generates && !admit_quota(req, w, key, lease)) return;
+    auto job = std::make_shared<SessionJob>(SessionJob{std::move(req), w, key, std::move(lease), engine::Clock::now()});
+    switch (deps_.preprocess->post([this, job] {
+                if (job->writer->client_gone()) return job->reply_error(client_closed_error());
+                try {
+                    route_session(*job);
+                } catch (const std::exception& e) {
+                    job->reply_error({.http_status = 500, .message = std::string("internal error: ") + e.what(),
+                                      .type = "server_error"});
+                }
+            }, job->request.body.size())) {
+        case PreprocessPool::Admission::kAccepted:
+            return;
+        case PreprocessPool::Admission::kQueueFull:
+            return job->reply_error({.http_status = 429, .message = "the server is busy: preprocessing queue is full",
+                                     .type = "rate_limit_error", .code = "queue_full"});
+        case PreprocessPool::Admission::kStopped:
+            return job->reply_error({.http_status = 503, .message = "the server is shutting down", .type = "server_error"});
+    }
+}
+
+// Pool thread: /v1/responses[/{id}[/input_items]] and /v1/conversations[/{id}[/items[/{item_id}]]].
+void OpenAiService::route_session(SessionJob& job) {
+    std::vector<std::string> parts;
+    for (size_t at = 1; at <= job.request.path.size();) {
+        size_t end = job.request.path.find('/', at);
+        if (end == std::string::npos) end = job.request.path.size();
+        parts.push_back(percent_decode(std::string_view(job.request.path).substr(at, end - at)).value_or(""));
+        at = end + 1;
+    }
+    const std::string& m = job.request.method;
+    const size_t n = parts.size();  // parts[0] "v1", parts[1] "responses" | "conversations"
+    const ApiError no_route{.http_status = 404, .message = "no route " + m + " " + job.request.path, .code = "not_found"};
+    if (n < 2) return job.reply_error(no_route);
+    if (parts[1] == "responses") {
+        if (n == 2 && m == "POST") return responses_->create(job);
+        if (n == 3 && m == "GET") return responses_->retrieve(job, parts[2]);
+        if (n == 3 && m == "DELETE") return responses_->remove(job, parts[2]);
+        if (n == 4 && m == "GET" && parts[3] == "input_items") return responses_->list_input_items(job, parts[2]);
+        return job.reply_error(no_route);
+    }
+    if (n == 2 && m == "POST") return conversations_->create(job);
+    if (n == 3 && m == "GET") return conversations_->retrieve(job, parts[2]);
+    if (n == 3 && m == "POST") return conversations_->update(job, parts[2]);
+    if (n == 3 && m == "DELETE") return conversations_->remove(job, parts[2]);
+    if (n == 4 && parts[3] == "items" && m == "POST") return conversations_->create_items(job, parts[2]);
+    if (n == 4 && parts[3] == "items" && m == "GET") return conversations_->list_items(job, parts[2]);
+    if (n == 5 && parts[3] == "items" && m == "GET") return conversations_->retrieve_item(job, parts[2], parts[4]);
+    if (n == 5 && parts[3] == "items" && m == "DELETE") return conversations_->delete_item(job, parts[2], parts[4]);
+    job.reply_error(no_route);
 }
 
 bool OpenAiService::admit_quota(const HttpRequest& req, const WriterPtr& w, const std::optional<KeyId>& key,

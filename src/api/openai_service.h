@@ -18,9 +18,12 @@
 #include "api/policy/quota_limiter.h"
 #include "api/http/router.h"
 #include "api/openai_request.h"
+#include "api/conversations_service.h"
 #include "api/preprocess_pool.h"
 #include "api/prompt_builder.h"
+#include "api/responses_service.h"
 #include "engine/engine.h"
+#include "session/session_store.h"
 
 namespace hichat::api {
 
@@ -34,6 +37,8 @@ struct ServiceDeps {
     Metrics* metrics = nullptr;            // null: no /metrics
     const DenyList* input_filter = nullptr;  // null or empty: no input filter
     std::vector<int32_t> eos_token_ids;    // end generation unless ignore_eos
+    session::SessionStore* sessions = nullptr;  // null: the Responses and Conversations APIs answer 503
+    std::string model_fingerprint;         // stored token ids are reused only under the same one
 };
 
 struct ServiceConfig {
@@ -59,6 +64,9 @@ private:
     void handle_model(const HttpRequest& req, const WriterPtr& w);  // GET /v1/models/{id}
     void handle_metrics(const HttpRequest& req, const WriterPtr& w);
     void handle_generation(Endpoint endpoint, HttpRequest& req, const WriterPtr& w);  // takes req's body
+    // /v1/responses and /v1/conversations: admission here (I/O thread), the rest on a pool worker.
+    void handle_session(HttpRequest& req, const WriterPtr& w);
+    void route_session(SessionJob& job);  // pool thread
 
     // A generation request between its admission (I/O thread) and Engine::submit (pool thread).
     struct PendingGeneration;
@@ -84,6 +92,8 @@ private:
     ServiceDeps deps_;                 // written once by attach(), before ready_ turns true
     std::atomic<bool> ready_{false};
     std::atomic<uint64_t> next_id_{1};
+    std::unique_ptr<ResponsesService> responses_;          // set by attach() when sessions are on
+    std::unique_ptr<ConversationsService> conversations_;
     uint64_t id_salt_;
 };
 

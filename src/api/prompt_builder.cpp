@@ -22,10 +22,15 @@ PromptBuilder::PromptBuilder(const tokenizer::Tokenizer& tokenizer, const tokeni
       eos_token_(std::move(eos_token)) {}
 
 Result<std::string> PromptBuilder::render_chat(const std::vector<tokenizer::ChatMessage>& messages) const {
+    return render_chat(messages, /*add_generation_prompt=*/true);
+}
+
+Result<std::string> PromptBuilder::render_chat(const std::vector<tokenizer::ChatMessage>& messages,
+                                               bool add_generation_prompt) const {
     if (chat_template_ == nullptr) return invalid_argument("the model has no chat_template; use /v1/completions");
     tokenizer::ChatTemplateInputs in;
     in.messages = messages;
-    in.add_generation_prompt = true;
+    in.add_generation_prompt = add_generation_prompt;
     in.bos_token = bos_token_;
     in.eos_token = eos_token_;
     return chat_template_->render(in);

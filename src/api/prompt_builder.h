@@ -25,11 +25,17 @@ public:
 
     // The rendered chat prompt text (for tests and logs).
     Result<std::string> render_chat(const std::vector<tokenizer::ChatMessage>& messages) const;
+    // The same with or without the generation prompt (a history that ends with an assistant turn).
+    Result<std::string> render_chat(const std::vector<tokenizer::ChatMessage>& messages,
+                                    bool add_generation_prompt) const;
 
-private:
     // Encodes `rendered`, taking each message content's span (found in order) as plain text.
     std::vector<int32_t> encode_rendered(const std::string& rendered,
                                          const std::vector<tokenizer::ChatMessage>& messages) const;
+
+    const tokenizer::Tokenizer& tokenizer() const { return tokenizer_; }
+
+private:
 
     const tokenizer::Tokenizer& tokenizer_;
     const tokenizer::ChatTemplate* chat_template_;

@@ -1,0 +1,64 @@
+// ResponsesService: POST /v1/responses (a turn, maybe continuing a stored response or a conversation),
+// GET / DELETE /v1/responses/{id}, GET /v1/responses/{id}/input_items. Its methods run on a
+// preprocessing worker (never an I/O thread: they read and write the SessionStore and tokenize); a
+// generated response is answered from the engine thread by its ResponsesSink.
+// Owned by OpenAiService; whatever SessionDeps points to outlives it.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "api/policy/deny_list.h"
+#include "api/policy/quota_limiter.h"
+#include "api/prompt_builder.h"
+#include "api/responses_request.h"
+#include "api/response_object.h"
+#include "api/session_job.h"
+#include "api/telemetry/metrics.h"
+#include "api/turn_prompt.h"
+#include "engine/engine.h"
+#include "session/session_store.h"
+
+namespace hichat::api {
+
+struct SessionDeps {
+    engine::Engine* engine = nullptr;
+    const PromptBuilder* prompts = nullptr;
+    session::SessionStore* store = nullptr;
+    Metrics* metrics = nullptr;               // may be null
+    QuotaLimiter* quotas = nullptr;           // may be null
+    const DenyList* input_filter = nullptr;   // may be null
+    std::vector<int32_t> eos_token_ids;
+    std::string served_model_name;
+    std::string model_fingerprint;            // stored token ids are reused only under the same one
+    int request_timeout_s = 0;
+    std::function<engine::RequestId()> next_request_id;
+};
+
+class ResponsesService {
+public:
+    explicit ResponsesService(SessionDeps deps) : deps_(std::move(deps)) {}
+
+    void create(SessionJob& job);
+    void retrieve(SessionJob& job, const std::string& id);
+    void remove(SessionJob& job, const std::string& id);
+    void list_input_items(SessionJob& job, const std::string& id);
+
+private:
+    struct Turn;  // one turn being built
+    std::optional<ApiError> check_request(const ResponsesRequest& r) const;
+    std::optional<ApiError> load_history(const SessionJob& job, const ResponsesRequest& r, Turn& turn);
+    std::optional<ApiError> history_from_response(const SessionJob& job, const std::string& id, Turn& turn);
+    std::optional<ApiError> history_from_conversation(const SessionJob& job, const std::string& id, Turn& turn);
+    std::optional<ApiError> persist(const Turn& turn, const ResponseState& state, const std::vector<int32_t>& output_ids);
+    std::optional<ApiError> append_to_conversation(const Turn& turn, const ResponseState& state,
+                                                   const std::vector<int32_t>& output_ids);
+    void submit(SessionJob& job, std::shared_ptr<Turn> turn);
+    std::optional<session::StoredResponse> find(SessionJob& job, const std::string& id);
+
+    SessionDeps deps_;
+};
+
+}  // namespace hichat::api
