@@ -5,7 +5,12 @@
 # longer than gtest_discover_tests' 5 s default, and a build must not fail because a disk is slow.
 # The listing has no practical time limit for the same reason.
 include(GoogleTest)
+# Tests that start `hichat serve` without --session-db keep its default database in the build tree
+# (XDG_DATA_HOME), never in the user's data folder.
 function(hichat_discover_tests target)
+  if(NOT "PROPERTIES" IN_LIST ARGN)
+    list(APPEND ARGN PROPERTIES ENVIRONMENT "XDG_DATA_HOME=${CMAKE_BINARY_DIR}/test-data")
+  endif()
   gtest_discover_tests(${target} DISCOVERY_MODE PRE_TEST DISCOVERY_TIMEOUT 3600 ${ARGN})
   hichat_record_gtest_target(${target})
 endfunction()

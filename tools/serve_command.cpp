@@ -30,6 +30,7 @@ namespace {
 struct Frontend {
     api::ApiKeyStore keys;
     std::unique_ptr<session::SessionStore> sessions;
+    std::unique_ptr<api::SerialWorker> session_writer;  // writes finished turns to `sessions`
     std::unique_ptr<api::QuotaLimiter> quotas;
     api::Metrics metrics;
     std::unique_ptr<api::AccessLog> access_log;
@@ -88,6 +89,7 @@ Status build_frontend(const ServeOptions& o, Frontend& f) {
     auto sessions = session::SessionStore::open(o.sessions);
     if (!sessions.ok()) return invalid_argument("--session-db: " + sessions.status().message());
     f.sessions = std::move(sessions).value();
+    f.session_writer = std::make_unique<api::SerialWorker>();
     if (!o.deny_list_file.empty()) {
         auto deny = api::DenyList::load(o.deny_list_file);
         HICHAT_RETURN_IF_ERROR(deny.status());
@@ -148,7 +150,8 @@ Status start_engine(const ServeOptions& o, const Frontend& f, LoadedModel& m) {
     m.engine = std::make_unique<engine::Engine>(std::move(runner).value(), *m.tokenizer, engine_config);
     const int num_cores = static_cast<int>(std::thread::hardware_concurrency());
     m.preprocess = std::make_unique<api::PreprocessPool>(api::PreprocessPoolConfig{
-        .num_workers = api::PreprocessPool::default_num_workers(num_cores, o.http.num_io_threads, o.num_threads)});
+        .num_workers = api::PreprocessPool::default_num_workers(num_cores, o.http.num_io_threads, o.num_threads),
+        .max_queued = o.engine.max_waiting});
     return ok_status();
 }
 
@@ -163,6 +166,7 @@ api::ServiceDeps service_deps(Frontend& f, LoadedModel& m) {
             .input_filter = &f.deny_list,
             .eos_token_ids = m.eos_ids,
             .sessions = f.sessions.get(),
+            .session_writer = f.session_writer.get(),
             .model_fingerprint = m.fingerprint};
 }
 
@@ -234,6 +238,7 @@ int serve_main(const CliArgs& flags) {
     // dropped; running ones finish (and may still submit) before the engine goes.
     model.preprocess->stop();
     model.engine.reset();  // cancels what is left
+    if (front.session_writer) front.session_writer->stop();  // stores the turns that finished, before the store closes
     if (front.access_log) front.access_log->flush();
     std::fprintf(stderr, "hichat serve: stopped\n");
     return 0;

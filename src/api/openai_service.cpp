@@ -41,7 +41,7 @@ void OpenAiService::attach(ServiceDeps deps) {
     if (deps_.sessions != nullptr) {
         responses_ = std::make_unique<ResponsesService>(SessionDeps{
             .engine = deps_.engine, .prompts = deps_.prompts, .store = deps_.sessions, .metrics = deps_.metrics,
-            .quotas = deps_.quotas, .input_filter = deps_.input_filter, .eos_token_ids = deps_.eos_token_ids,
+            .quotas = deps_.quotas, .session_writer = deps_.session_writer, .input_filter = deps_.input_filter, .eos_token_ids = deps_.eos_token_ids,
             .served_model_name = config_.served_model_name, .model_fingerprint = deps_.model_fingerprint,
             .request_timeout_s = config_.request_timeout_s,
             .next_request_id = [this] { return engine::RequestId{next_id_.fetch_add(1)}; }});

@@ -18,6 +18,7 @@
 #include "api/policy/quota_limiter.h"
 #include "api/http/router.h"
 #include "api/openai_request.h"
+#include "api/serial_worker.h"
 #include "api/conversations_service.h"
 #include "api/preprocess_pool.h"
 #include "api/prompt_builder.h"
@@ -38,6 +39,7 @@ struct ServiceDeps {
     const DenyList* input_filter = nullptr;  // null or empty: no input filter
     std::vector<int32_t> eos_token_ids;    // end generation unless ignore_eos
     session::SessionStore* sessions = nullptr;  // null: the Responses and Conversations APIs answer 503
+    SerialWorker* session_writer = nullptr;  // finished turns are stored here; null: on the engine thread
     std::string model_fingerprint;         // stored token ids are reused only under the same one
 };
 

@@ -30,8 +30,11 @@ PreprocessPool::Admission PreprocessPool::post(std::function<void()> task, size_
     {
         std::lock_guard<std::mutex> lock(mu_);
         if (stopping_) return Admission::kStopped;
+        const bool empty = num_queued_locked() == 0;
         if (num_queued_locked() >= static_cast<size_t>(config_.max_queued)) return Admission::kQueueFull;
-        (cost_bytes <= config_.small_task_bytes ? small_ : large_).push_back(std::move(task));
+        if (!empty && queued_bytes_ + cost_bytes > config_.max_queued_bytes) return Admission::kQueueFull;
+        (cost_bytes <= config_.small_task_bytes ? small_ : large_).push_back({std::move(task), cost_bytes});
+        queued_bytes_ += cost_bytes;
     }
     wake_.notify_all();  // notify_one could wake only the small lane for a large task
     return Admission::kAccepted;
@@ -44,8 +47,9 @@ void PreprocessPool::worker_loop(bool small_only) {
             std::unique_lock<std::mutex> lock(mu_);
             wake_.wait(lock, [&] { return stopping_ || !small_.empty() || (!small_only && !large_.empty()); });
             if (stopping_) return;  // stop() destroys what is still queued
-            std::deque<std::function<void()>>& from = small_.empty() ? large_ : small_;
-            task = std::move(from.front());
+            std::deque<Task>& from = small_.empty() ? large_ : small_;
+            task = std::move(from.front().run);
+            queued_bytes_ -= from.front().cost_bytes;
             from.pop_front();
             ++num_running_;
         }
@@ -57,12 +61,13 @@ void PreprocessPool::worker_loop(bool small_only) {
 }
 
 void PreprocessPool::stop() {
-    std::deque<std::function<void()>> dropped_small, dropped_large;
+    std::deque<Task> dropped_small, dropped_large;
     {
         std::lock_guard<std::mutex> lock(mu_);
         stopping_ = true;
         dropped_small.swap(small_);
         dropped_large.swap(large_);
+        queued_bytes_ = 0;
     }
     wake_.notify_all();
     dropped_small.clear();  // outside the lock: a task's captures may take locks of their own
@@ -76,7 +81,8 @@ PreprocessPoolStats PreprocessPool::stats() const {
     std::lock_guard<std::mutex> lock(mu_);
     return {.num_workers = config_.num_workers,
             .num_tasks_running = num_running_,
-            .num_tasks_queued = static_cast<int>(num_queued_locked())};
+            .num_tasks_queued = static_cast<int>(num_queued_locked()),
+            .num_bytes_queued = queued_bytes_};
 }
 
 }  // namespace hichat::api

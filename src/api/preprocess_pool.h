@@ -21,7 +21,11 @@ namespace hichat::api {
 
 struct PreprocessPoolConfig {
     int num_workers = 2;   // >= 1
-    int max_queued = 128;  // tasks waiting for a worker beyond this are refused; >= 1
+    int max_queued = 1024;  // tasks waiting for a worker beyond this are refused; >= 1
+    // The costs (request bodies) waiting at once: a burst of many small requests queues, a flood of
+    // large ones is refused before it holds that much memory. A task is always accepted into an
+    // empty queue.
+    size_t max_queued_bytes = size_t{256} << 20;
     size_t small_task_bytes = 64 << 10;  // a task of at most this cost is small
 };
 
@@ -30,6 +34,7 @@ struct PreprocessPoolStats {
     int num_workers = 0;
     int num_tasks_running = 0;  // on a worker now
     int num_tasks_queued = 0;   // waiting for a worker
+    size_t num_bytes_queued = 0;  // their costs
 };
 
 class PreprocessPool {
@@ -58,13 +63,18 @@ public:
 
 private:
     void worker_loop(bool small_only);
+    struct Task {
+        std::function<void()> run;
+        size_t cost_bytes = 0;
+    };
     size_t num_queued_locked() const { return small_.size() + large_.size(); }  // requires mu_
 
     const PreprocessPoolConfig config_;
     mutable std::mutex mu_;
     std::condition_variable wake_;
-    std::deque<std::function<void()>> small_;  // guarded by mu_
-    std::deque<std::function<void()>> large_;  // guarded by mu_
+    std::deque<Task> small_;  // guarded by mu_
+    std::deque<Task> large_;  // guarded by mu_
+    size_t queued_bytes_ = 0;  // guarded by mu_
     int num_running_ = 0;                      // guarded by mu_
     bool stopping_ = false;                    // guarded by mu_
     std::vector<std::thread> workers_;

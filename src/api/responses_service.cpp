@@ -184,7 +184,7 @@ void ResponsesService::submit(SessionJob& job, std::shared_ptr<Turn> turn) {
         return this->persist(*turn, s, out);
     };
     er.sink = std::make_shared<ResponsesSink>(job.writer, std::move(state), r.stream, std::move(persist),
-                                              ResponsesSinkContext{deps_.metrics, deps_.quotas}, std::move(record),
+                                              ResponsesSinkContext{deps_.metrics, deps_.quotas, deps_.session_writer}, std::move(record),
                                               std::move(job.lease));
     const engine::RequestId request_id = er.id;
     engine::Engine* engine = deps_.engine;

@@ -17,6 +17,7 @@
 #include "api/response_object.h"
 #include "api/session_job.h"
 #include "api/telemetry/metrics.h"
+#include "api/serial_worker.h"
 #include "api/turn_prompt.h"
 #include "engine/engine.h"
 #include "session/session_store.h"
@@ -29,6 +30,7 @@ struct SessionDeps {
     session::SessionStore* store = nullptr;
     Metrics* metrics = nullptr;               // may be null
     QuotaLimiter* quotas = nullptr;           // may be null
+    SerialWorker* session_writer = nullptr;   // where finished turns are stored; null: engine thread
     const DenyList* input_filter = nullptr;   // may be null
     std::vector<int32_t> eos_token_ids;
     std::string served_model_name;

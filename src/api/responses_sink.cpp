@@ -40,6 +40,15 @@ void ResponsesSink::finish(const engine::TokenEvent& event) {
     state_.status = event.finish == engine::FinishReason::kStop ? "completed" : "incomplete";
     if (event.finish == engine::FinishReason::kLength) state_.incomplete_reason = "max_output_tokens";
     if (event.finish == engine::FinishReason::kContentFilter) state_.incomplete_reason = "content_filter";
+    if (persist_ && context_.persist_worker != nullptr) {
+        // The engine thread is done with this sink: from here on only the worker touches it.
+        context_.persist_worker->post([self = shared_from_this()] { self->persist_and_answer(); });
+        return;
+    }
+    persist_and_answer();
+}
+
+void ResponsesSink::persist_and_answer() {
     if (persist_) {
         if (auto error = persist_(state_, output_ids_)) return fail(*error);
     }

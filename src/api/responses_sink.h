@@ -1,7 +1,8 @@
 // ResponsesSink: one /v1/responses request's engine events -> the Responses SSE events or one response
 // object; at the end it hands the finished turn to `persist` (the store write) before the client sees
 // the final event, so that a next turn sent right after it finds the stored response.
-// Engine thread only (TokenSink contract). `persist` may wait for the disk (SQLite), never for a client.
+// Events arrive on the engine thread (TokenSink contract); `persist` and the final answer run on the
+// context's `persist_worker` (the disk is never waited for on the engine thread), or inline without one.
 #pragma once
 
 #include <chrono>
@@ -14,6 +15,7 @@
 #include "api/policy/quota_lease.h"
 #include "api/policy/quota_limiter.h"
 #include "api/response_object.h"
+#include "api/serial_worker.h"
 #include "api/telemetry/access_record.h"
 #include "api/telemetry/metrics.h"
 #include "engine/request.h"
@@ -26,9 +28,10 @@ using PersistTurn = std::function<std::optional<ApiError>(const ResponseState& s
 struct ResponsesSinkContext {
     Metrics* metrics = nullptr;       // may be null
     QuotaLimiter* quotas = nullptr;   // may be null
+    SerialWorker* persist_worker = nullptr;  // null: persist on the engine thread (tests)
 };
 
-class ResponsesSink final : public engine::TokenSink {
+class ResponsesSink final : public engine::TokenSink, public std::enable_shared_from_this<ResponsesSink> {
 public:
     ResponsesSink(std::shared_ptr<ResponseWriter> writer, ResponseState state, bool stream, PersistTurn persist,
                   ResponsesSinkContext context, AccessRecord record, QuotaLease lease);
@@ -38,6 +41,7 @@ public:
 private:
     void start_stream();
     void finish(const engine::TokenEvent& event);
+    void persist_and_answer();
     void fail(const ApiError& e);
     void account(const engine::TokenEvent& event);
 

@@ -75,6 +75,33 @@ TEST(PreprocessPool, FullQueueIsRefusedAtOnceAndTheRefusedTaskIsDestroyed) {
     gate.open.set_value();
 }
 
+TEST(PreprocessPool, QueuedBytesAreBoundedButAnEmptyQueueTakesAnyTask) {
+    PreprocessPool pool({.num_workers = 1, .max_queued = 100, .max_queued_bytes = 1000});
+    Gate gate;
+    std::promise<void> started;
+    std::future<void> has_started = started.get_future();
+    ASSERT_EQ(pool.post(held_task(gate, started), kSmall), PreprocessPool::Admission::kAccepted);
+    has_started.wait();  // the only worker is held
+    EXPECT_EQ(pool.post([] {}, 5000), PreprocessPool::Admission::kAccepted) << "an empty queue takes any task";
+    EXPECT_EQ(pool.post([] {}, 1), PreprocessPool::Admission::kQueueFull) << "5000 bytes already wait";
+    EXPECT_EQ(pool.stats().num_bytes_queued, 5000u);
+    gate.open.set_value();
+    pool.stop();
+}
+
+TEST(PreprocessPool, ManySmallTasksQueueWithinTheByteBound) {
+    PreprocessPool pool({.num_workers = 1, .max_queued = 100, .max_queued_bytes = 1000});
+    Gate gate;
+    std::promise<void> started;
+    std::future<void> has_started = started.get_future();
+    ASSERT_EQ(pool.post(held_task(gate, started), kSmall), PreprocessPool::Admission::kAccepted);
+    has_started.wait();
+    for (int i = 0; i < 10; ++i) EXPECT_EQ(pool.post([] {}, 100), PreprocessPool::Admission::kAccepted) << i;
+    EXPECT_EQ(pool.post([] {}, 100), PreprocessPool::Admission::kQueueFull) << "1000 bytes wait";
+    gate.open.set_value();
+    pool.stop();
+}
+
 TEST(PreprocessPool, StopDropsQueuedTasksAndWaitsForRunningOnes) {
     PreprocessPool pool({.num_workers = 1, .max_queued = 8});
     Gate gate;

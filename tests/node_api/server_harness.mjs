@@ -23,7 +23,9 @@ export const DEFAULT_MODEL = path.resolve(FIXTURES, '..', '..', 'models', 'defau
 
 // Resolves once the server says it is ready; rejects if it exits first.
 export async function startServer(modelDir, extraArgs = []) {
-  const args = ['serve', '--model', modelDir, '--port', '0', '--threads', '2', ...extraArgs];
+  // Each server its own in-memory session store unless the test names a file.
+  const sessionDb = extraArgs.includes('--session-db') ? [] : ['--session-db', ':memory:'];
+  const args = ['serve', '--model', modelDir, '--port', '0', '--threads', '2', ...sessionDb, ...extraArgs];
   const proc = spawn(BIN, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   const ready = new Promise((resolve, reject) => {
