@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The whole test suite: the fuzz targets (each for HICHAT_FUZZ_SECONDS on its seed corpus), the release
+# The whole test suite: the fuzz targets (each on its seed corpus, then a fixed number of inputs from a fixed seed), the release
 # build, then the same tests under AddressSanitizer and UndefinedBehaviorSanitizer. Ends with ctest's
 # summary.
 set -euo pipefail

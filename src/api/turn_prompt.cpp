@@ -1,5 +1,7 @@
 #include "api/turn_prompt.h"
 
+#include <algorithm>
+
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
@@ -23,10 +25,18 @@ spdlog::logger& logger() {
     return *log;
 }
 
+// The output room a prompt must leave: max_output_tokens when given; else at least one token, and
+// under truncation "auto" a quarter of the context (at least 1), so that dropping turns leaves a
+// reply room to be written in rather than one token.
+size_t output_room(const TurnInput& input) {
+    if (input.max_output_tokens) return static_cast<size_t>(*input.max_output_tokens);
+    if (!input.truncation_auto) return 1;
+    return static_cast<size_t>(std::max(1, input.max_context_tokens / 4));
+}
+
 // Whether `n` prompt tokens leave room for the output.
 bool fits(size_t n, const TurnInput& input) {
-    const size_t need = static_cast<size_t>(input.max_output_tokens.value_or(1));
-    return n + need <= static_cast<size_t>(input.max_context_tokens);
+    return n + output_room(input) <= static_cast<size_t>(input.max_context_tokens);
 }
 
 // Drops the oldest message, then any messages up to the next user message (a whole turn).
@@ -50,7 +60,7 @@ std::optional<ApiError> full_render(const PromptBuilder& prompts, const std::vec
 ApiError too_long(const TurnInput& input, size_t num_tokens) {
     return bad_field(input.input_param,
                      "the conversation is " + std::to_string(num_tokens) + " tokens and the output needs " +
-                         std::to_string(input.max_output_tokens.value_or(1)) + " more; this model's context is " +
+                         std::to_string(output_room(input)) + " more; this model's context is " +
                          std::to_string(input.max_context_tokens) +
                          " tokens (truncation \"auto\" drops the oldest turns instead)");
 }

@@ -139,5 +139,24 @@ TEST_F(TurnPromptTest, TooLongIsA400OnInputUnlessTruncationDropsTheOldestTurns) 
     EXPECT_LE(p.ids.size() + 8, static_cast<size_t>(in.max_context_tokens));
 }
 
+// Without max_output_tokens, truncation "auto" leaves a quarter of the context for the reply (found
+// by the chat page: it left one token).
+TEST_F(TurnPromptTest, AutoTruncationWithoutAnOutputLimitLeavesAQuarterOfTheContext) {
+    std::string filler;  // about 150 tokens a turn
+    for (int i = 0; i < 20; ++i) filler += "the cat sat on the mat. ";
+    std::vector<int32_t> prompt1;
+    TurnHistory h = first_turn(*builder_, filler, "ok", prompt1);
+    // Both turns fit with one token to spare, but not with a quarter of the context left.
+    const int context = static_cast<int>(2 * prompt1.size()) + 8;
+    TurnInput in{.messages = {{"user", filler}}, .model_fingerprint = "fp", .max_context_tokens = context};
+    TurnPrompt p;
+    ASSERT_FALSE(build_turn_prompt(*builder_, h, in, p)) << "disabled: it fits, with room for one token";
+    EXPECT_EQ(p.num_messages_dropped, 0);
+    in.truncation_auto = true;
+    ASSERT_FALSE(build_turn_prompt(*builder_, h, in, p));
+    EXPECT_EQ(p.num_messages_dropped, 2);
+    EXPECT_LE(p.ids.size() + static_cast<size_t>(context / 4), static_cast<size_t>(context));
+}
+
 }  // namespace
 }  // namespace hichat::api
