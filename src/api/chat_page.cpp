@@ -6,7 +6,7 @@ namespace hichat::api {
 // and their titles (metadata.title). The browser keeps only the list of ids, per origin and API key, since
 // the OpenAI API has no "list conversations"; an id the server answers 404 for leaves the list with a note.
 // Each turn is one streamed POST /v1/responses with `conversation` and truncation "auto"; Stop aborts the
-// fetch (the server cancels on the disconnect and keeps nothing of that turn).
+// fetch (the server cancels on the disconnect and keeps no turn it cancelled).
 std::string_view chat_page_html() {
     static constexpr std::string_view kPage = R"HTML(<!doctype html>
 <html lang="en">
@@ -369,7 +369,10 @@ async function chat(text) {
     input.focus();
   } catch (e) {
     if (e.name === 'AbortError') {
-      if (reply.el.isConnected) { reply.el.classList.add('stopped'); note(reply.el, 'stopped (not kept on the server)'); }
+      if (reply.el.isConnected) {  // the server keeps no turn it cancelled; reopening shows what it kept
+        reply.el.classList.add('stopped'); note(reply.el, 'stopped');
+        reply.el.title = 'Stopped turns are not kept in the conversation unless the reply had already ended';
+      }
       input.focus();
     } else {
       reply.el.remove(); user.remove(); input.value = input.value || text;

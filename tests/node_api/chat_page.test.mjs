@@ -210,6 +210,29 @@ test('a conversation deleted elsewhere leaves the list with a note, and the next
   await page.close();
 });
 
+test('a conversation of more than one page of items reopens whole and in order', async () => {
+  const { page } = await openPage(server);
+  await settings(page, { maxOutput: '8' });
+  await say(page, 'Number the tribes of Israel.');
+  const [conv] = await listed(page);
+  const added = [];
+  for (let batch = 0; batch < 6; batch++) {  // 120 more items, 20 per call (the API's most)
+    const items = Array.from({ length: 20 }, (_, k) => {
+      const n = batch * 20 + k;
+      added.push([n % 2 ? 'assistant' : 'user', `item ${n}`]);
+      return { type: 'message', role: n % 2 ? 'assistant' : 'user', content: `item ${n}` };
+    });
+    const r = await fetch(`${server.url}/v1/conversations/${conv.id}/items`, {
+      method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ items }) });
+    assert.equal(r.status, 200, await r.text());
+  }
+  const before = await logTexts(page);
+  await page.reload();
+  await waitForLog(page, 122);
+  assert.deepEqual(await logTexts(page), [...before, ...added]);
+  await page.close();
+});
+
 const VERSES = [
   'In the beginning God created the heaven and the earth.',
   'And the earth was without form, and void; and darkness was upon the face of the deep.',
@@ -267,7 +290,7 @@ test('stop ends the stream and marks the partial reply; the conversation goes on
   await say(page, 'Tell me of the flood, and of Noah, and of all the beasts that went into the ark.');
   const stopped = lastReply(page);
   assert.equal(await stopped.getAttribute('class'), 'msg assistant stopped');
-  assert.equal(await stopped.locator('.note').textContent(), 'stopped (not kept on the server)');
+  assert.equal(await stopped.locator('.note').textContent(), 'stopped');
   assert.ok((await replyText(page)).length > 0);
   assert.equal(await stopped.locator('.stats').count(), 0);
   assert.equal(turns[0].max_output_tokens, undefined);
