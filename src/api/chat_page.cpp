@@ -14,6 +14,7 @@ std::string_view chat_page_html() {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>HiChat</title>
+<link rel="icon" href="data:,">
 <style>
   :root { --bg:#f6f7f9; --fg:#1d2330; --muted:#6b7280; --me:#dbeafe; --bot:#ffffff; --line:#e5e7eb; --bad:#b91c1c;
           --pick:#eef2ff; }

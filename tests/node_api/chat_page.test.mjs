@@ -46,13 +46,14 @@ async function restartServer() {
 // A fresh page (its own browser context, so no saved key or list) that records every turn's request body.
 async function openPage(srv, modelText = 'default') {
   const page = await browser.newPage();
-  const turns = [];
+  const turns = [], urls = [];
   page.on('request', (r) => {
+    urls.push(r.url());
     if (r.url().endsWith('/v1/responses') && r.method() === 'POST') turns.push(JSON.parse(r.postData()));
   });
   await page.goto(srv.url + '/');
   await page.waitForFunction((t) => document.getElementById('model').textContent === t, modelText);
-  return { page, turns };
+  return { page, turns, urls };
 }
 async function settings(page, { system = '', temperature = '', maxOutput = '' }) {
   await page.$eval('#settings', (d) => { d.open = true; });
@@ -96,7 +97,7 @@ const FIRST = 'In the beginning God created the heaven and the earth. And the ea
 const SECOND = 'And what did God say then?';
 
 test('a conversation: two turns with their figures, rename, reload, server restart, delete', async () => {
-  const { page, turns } = await openPage(server);
+  const { page, turns, urls } = await openPage(server);
   assert.match(await page.textContent('#context'), new RegExp(`${context}-token context`));
   assert.deepEqual(await listed(page), []);
   await settings(page, { system: 'You are a terse assistant.', temperature: '0', maxOutput: '40' });
@@ -135,6 +136,9 @@ test('a conversation: two turns with their figures, rename, reload, server resta
   const shot = path.join(artifacts, 'chat_page.png');
   await page.screenshot({ path: shot, fullPage: true });
   assert.ok(fs.statSync(shot).size > 1000);
+  // Self-contained: the page itself, then only API calls to its own server.
+  assert.equal(urls[0], server.url + '/');
+  for (const u of urls.slice(1)) assert.ok(u.startsWith(server.url + '/v1/'), u);
 
   // Rename: the title goes into the conversation's metadata on the server.
   await page.click(`#conversations li[data-id="${conv.id}"] .rename`);
