@@ -1,5 +1,5 @@
-// The chat page served at GET /: one self-contained HTML file (no external assets) that streams
-// replies from /v1/chat/completions.
+// The chat page served at GET /: one self-contained HTML file (no external assets) that keeps its
+// conversations on the server (/v1/conversations) and streams each turn from /v1/responses.
 #pragma once
 
 #include <string_view>
