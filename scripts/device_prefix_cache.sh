@@ -5,7 +5,8 @@
 #   1. engine_tests' PrefixCache suite on CUDA (cache on == cache off, 5 families, sync and pipelined);
 #   2. a random-weight 8B bf16 checkpoint (transformers), then bench/prefix_cache_bench.sh on it with
 #      each workload named in the arguments: shared-prefix (SGLang's defaults: 64 x 16, 2048 system,
-#      128 question, 256 output) or random (1000/1000, 0% hits: what the cache costs).
+#      128 question, 256 output), multi-turn (16 conversations x 10 turns, 128 words in, 128 out: TTFT
+#      by turn) or random (1000/1000, 0% hits: what the cache costs). SKIP_TESTS=1 skips step 1.
 # Prints a table at the end; logs and result lines go to $OUT.
 set -uo pipefail; . .bundle/env.sh; export HICHAT_FIXTURES_DIR=$PWD/tests/fixtures
 OUT=${OUT:-$(mktemp -d)}; rows=(); workloads=("${@:-shared-prefix}")
@@ -21,6 +22,7 @@ rm -f bench/results/prefix-cache-*.jsonl  # this machine's lines only
 for workload in "${workloads[@]}"; do
   case $workload in
     shared-prefix) flags=(--vocab-size 128000 --seed 1) ;;
+    multi-turn) flags=(--mt-num-conversations 16 --mt-num-turns 10 --mt-input-len 128 --mt-output-len 128 --seed 1) ;;
     random) flags=(--input-len 1000 --output-len 1000 --num-prompts ${NUM_PROMPTS:-512} --max-concurrency 256
                    --vocab-size 128000 --seed 1) ;;
   esac
