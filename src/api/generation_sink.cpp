@@ -113,7 +113,6 @@ void GenerationSink::annotate_access(const engine::TokenEvent& event, const std:
 }
 
 void GenerationSink::finish(const engine::TokenEvent& event, const std::optional<ApiError>& error) {
-    const auto now = std::chrono::steady_clock::now();
     const std::string reason = error ? error->code : finish_reason_text(event.finish);
     const int status = error && !stream_ ? error->http_status : 200;
     if (!stream_ && error) {
@@ -123,15 +122,23 @@ void GenerationSink::finish(const engine::TokenEvent& event, const std::optional
                       completion_body(ids_, text_, reason, usage_of(event)),
                       {{"X-Request-Id", ids_.id}});
     }
-    if (context_.metrics != nullptr) {
-        if (event.num_generated_tokens > 0) context_.metrics->observe_time_to_first_token(event.ttft_ms / 1e3);
-        context_.metrics->observe_e2e_latency(std::chrono::duration<double>(now - arrival_).count());
-        context_.metrics->observe_request_tokens(event.num_prompt_tokens, event.num_generated_tokens);
+    account_finished_request(context_, event, arrival_, record_.key_id, lease_);
+}
+
+void account_finished_request(const SinkContext& context, const engine::TokenEvent& final_event,
+                              std::chrono::steady_clock::time_point arrival, const std::optional<KeyId>& key,
+                              QuotaLease& lease) {
+    const auto now = std::chrono::steady_clock::now();
+    const engine::TokenEvent& e = final_event;
+    if (context.metrics != nullptr) {
+        if (e.num_generated_tokens > 0) context.metrics->observe_time_to_first_token(e.ttft_ms / 1e3);
+        context.metrics->observe_e2e_latency(std::chrono::duration<double>(now - arrival).count());
+        context.metrics->observe_request_tokens(e.num_prompt_tokens, e.num_generated_tokens);
     }
-    if (context_.quotas != nullptr && record_.key_id) {
-        context_.quotas->record_tokens(*record_.key_id, event.num_prompt_tokens + event.num_generated_tokens, now);
+    if (context.quotas != nullptr && key) {
+        context.quotas->record_tokens(*key, e.num_prompt_tokens + e.num_generated_tokens, now);
     }
-    lease_.reset();
+    lease.reset();
 }
 
 }  // namespace hichat::api

@@ -24,6 +24,12 @@ struct SinkContext {
     QuotaLimiter* quotas = nullptr;    // may be null
 };
 
+// A finished request's latencies and token counts into the metrics, its tokens into the key's quota
+// (when it has one), then the lease goes (the key's concurrency slot is free). Shared by every sink.
+void account_finished_request(const SinkContext& context, const engine::TokenEvent& final_event,
+                              std::chrono::steady_clock::time_point arrival, const std::optional<KeyId>& key,
+                              QuotaLease& lease);
+
 class GenerationSink final : public engine::TokenSink {
 public:
     GenerationSink(std::shared_ptr<ResponseWriter> writer, ResponseIds ids, bool stream, bool include_usage,

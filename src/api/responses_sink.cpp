@@ -73,22 +73,13 @@ void ResponsesSink::fail(const ApiError& e) {
 
 // Metrics, the access-log annotation and the quota's token count, as for chat completions.
 void ResponsesSink::account(const engine::TokenEvent& event) {
-    const auto now = std::chrono::steady_clock::now();
     const auto error = finish_error(event.finish);
     record_.num_tokens_prompt = event.num_prompt_tokens;
     record_.num_tokens_completion = event.num_generated_tokens;
     if (event.num_generated_tokens > 0) record_.ttft_ms = event.ttft_ms;
     record_.finish_reason = error ? error->code : finish_reason_text(event.finish);
     writer_->annotate(record_);
-    if (context_.metrics != nullptr) {
-        if (event.num_generated_tokens > 0) context_.metrics->observe_time_to_first_token(event.ttft_ms / 1e3);
-        context_.metrics->observe_e2e_latency(std::chrono::duration<double>(now - arrival_).count());
-        context_.metrics->observe_request_tokens(event.num_prompt_tokens, event.num_generated_tokens);
-    }
-    if (context_.quotas != nullptr && record_.key_id) {
-        context_.quotas->record_tokens(*record_.key_id, event.num_prompt_tokens + event.num_generated_tokens, now);
-    }
-    lease_.reset();
+    account_finished_request({context_.metrics, context_.quotas}, event, arrival_, record_.key_id, lease_);
 }
 
 }  // namespace hichat::api
