@@ -107,7 +107,8 @@ executor::RunnerOptions runner_options(const ServeOptions& o) {
             .gpu_memory_fraction = o.gpu_memory_fraction,
             .max_num_seqs = o.engine.scheduler.max_num_seqs,
             .max_num_tokens_per_step = o.engine.scheduler.max_num_tokens_per_step,
-            .max_context_tokens = o.max_model_len};
+            .max_context_tokens = o.max_model_len,
+            .host_kv_cache_bytes = o.host_kv_cache_bytes};
 }
 
 // The model folder's files (mapped, not yet converted): read before the server listens, so that a bad
@@ -184,6 +185,12 @@ void wire_engine_gauges(Frontend& f, engine::Engine& e, const api::PreprocessPoo
                                  .prefix_cache_preempted_queried_tokens = s.prefix_cache.preempted_queried_tokens,
                                  .prefix_cache_preempted_hit_tokens = s.prefix_cache.preempted_hit_tokens,
                                  .prefix_cache_evictions = s.prefix_cache_evictions,
+                                 .prefix_cache_host_hit_tokens = s.prefix_cache.host_hit_tokens,
+                                 .num_host_kv_blocks_total = s.num_host_kv_blocks_total,
+                                 .num_host_kv_blocks_used = s.num_host_kv_blocks_used,
+                                 .host_kv_offloaded_blocks = s.host_kv_offloaded,
+                                 .host_kv_restored_blocks = s.host_kv_restored,
+                                 .host_kv_dropped_blocks = s.host_kv_dropped,
                                  .num_preprocess_workers = p.num_workers,
                                  .num_preprocess_tasks_running = p.num_tasks_running,
                                  .num_preprocess_tasks_queued = p.num_tasks_queued};

@@ -88,6 +88,9 @@ constexpr FlagSpec kFlags[] = {
      .help = "CUDA KV cache: this share of the GPU memory free after the weights", .min = 0.05, .max = 0.99},
     {.name = "no-prefix-cache", .kind = FlagKind::kBool,
      .help = "compute every prompt from scratch: no KV shared across requests (the cache is on by default)"},
+    {.name = "host-kv-cache-gb", .kind = FlagKind::kNumber, .value_name = "GB",
+     .help = "CUDA: pinned host memory that keeps KV blocks evicted from the GPU, copied back on a prefix hit; "
+             "0: off; default: 1/5 of the available RAM, at most 64", .min = 0, .max = 1 << 20},
 };
 // clang-format on
 
@@ -174,6 +177,11 @@ Status check_device_flags(const CliArgs& flags, executor::DeviceKind device) {
                                    : "here: --device auto runs on the CPU (no CUDA device)";
     HICHAT_RETURN_IF_ERROR(needs(flags, "gpu-memory-fraction", !cpu_certain,
                                  "sizes the CUDA KV cache and has no effect " + on_cpu));
+    HICHAT_RETURN_IF_ERROR(needs(flags, "host-kv-cache-gb", !cpu_certain,
+                                 "backs the CUDA KV cache (the CPU's is in RAM already: see --kv-cache-mb) and "
+                                 "has no effect " + on_cpu));
+    HICHAT_RETURN_IF_ERROR(needs(flags, "host-kv-cache-gb", !flags.has("no-prefix-cache"),
+                                 "keeps prefix-cache blocks and has no effect with --no-prefix-cache"));
     for (const char* f : {"kv-cache-mb", "threads"}) {
         HICHAT_RETURN_IF_ERROR(needs(flags, f, device != DeviceKind::kCuda,
                                      "applies to the CPU runner and has no effect with --device cuda"));
@@ -251,6 +259,11 @@ Result<ServeOptions> parse_serve_options(const CliArgs& flags) {
     auto fraction = flags.get_double("gpu-memory-fraction");
     HICHAT_RETURN_IF_ERROR(fraction.status());
     o.gpu_memory_fraction = *fraction;
+    if (flags.has("host-kv-cache-gb")) {
+        auto gb = flags.get_double("host-kv-cache-gb");
+        HICHAT_RETURN_IF_ERROR(gb.status());
+        o.host_kv_cache_bytes = static_cast<int64_t>(*gb * static_cast<double>(int64_t{1} << 30));
+    }
     o.http.host = flags.get("host");
     o.http.tls_cert_file = flags.get("tls-cert");
     o.http.tls_key_file = flags.get("tls-key");
@@ -266,6 +279,7 @@ Result<ServeOptions> parse_serve_options(const CliArgs& flags) {
     }
     o.http.cors.allowed_origins = flags.get_all("allowed-origin");
     o.engine.prefix_cache = !flags.has("no-prefix-cache");
+    if (!o.engine.prefix_cache) o.host_kv_cache_bytes = 0;
     for (const std::string& origin : o.http.cors.allowed_origins) {
         Status s = api::check_allowed_origin(origin);
         if (!s.ok()) return invalid_argument("--allowed-origin: " + s.message());

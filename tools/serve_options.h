@@ -25,6 +25,7 @@ struct ServeOptions {
     int num_threads = 0;                   // CPU compute threads; 0: all cores (default: see ThreadSplit)
     int64_t kv_cache_bytes = 0;            // CPU KV pool; 0: enough for max_num_seqs full contexts, <= 25% of RAM
     double gpu_memory_fraction = 0.9;      // CUDA KV pool: this share of the free memory after weights
+    int64_t host_kv_cache_bytes = -1;      // CUDA host KV tier; -1: executor::host_kv_auto_bytes(), 0: off
     int max_model_len = 0;                 // 0: the model's max_position_embeddings (capped by the KV pool)
     std::vector<std::string> api_keys;
     std::vector<std::string> api_key_files;

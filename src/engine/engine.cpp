@@ -44,6 +44,7 @@ scheduler::StepPlan Engine::Impl::plan_next(bool pipelined) {
     }
     scheduler::StepPlan plan = scheduler_.schedule(states, Clock::now());
     num_preemptions_ += static_cast<int64_t>(plan.preempted.size());
+    if (!plan.copies.empty()) runner_->copy_kv_blocks(plan.copies);
     return plan;
 }
 
@@ -251,6 +252,11 @@ void Engine::Impl::publish_stats() {
     s.num_kv_blocks_free = blocks_.num_blocks_free();
     s.num_kv_blocks_cached = blocks_.num_blocks_cached();
     s.prefix_cache_evictions = blocks_.counters().evictions;
+    s.num_host_kv_blocks_total = blocks_.host_tier().num_slots();
+    s.num_host_kv_blocks_used = blocks_.host_tier().num_used();
+    s.host_kv_offloaded = blocks_.counters().offloaded;
+    s.host_kv_restored = blocks_.counters().restored;
+    s.host_kv_dropped = blocks_.host_tier().num_dropped();
     s.prefix_cache = scheduler_.prefix_cache_stats();
     s.num_steps = num_steps_;
     s.num_preemptions = num_preemptions_;

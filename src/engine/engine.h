@@ -38,6 +38,11 @@ struct EngineStats {
     int num_kv_blocks_free = 0;    // held by none (cached included): what can be allocated
     int num_kv_blocks_cached = 0;  // held by none, KV still cached under its key
     int64_t prefix_cache_evictions = 0;
+    int num_host_kv_blocks_total = 0;   // the host tier (0: none)
+    int num_host_kv_blocks_used = 0;    // host slots holding a block
+    int64_t host_kv_offloaded = 0;      // blocks copied device -> host on eviction
+    int64_t host_kv_restored = 0;       // blocks copied host -> device on a hit
+    int64_t host_kv_dropped = 0;        // host copies overwritten by newer ones
     scheduler::PrefixCacheStats prefix_cache;
     int64_t num_steps = 0;
     int64_t num_preemptions = 0;

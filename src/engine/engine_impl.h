@@ -24,7 +24,8 @@ public:
         : runner_(std::move(runner)),
           tokenizer_(tokenizer),
           config_(config),
-          blocks_(runner_->num_kv_blocks(), runner_->kv_block_size_tokens(), config.prefix_cache),
+          blocks_(runner_->num_kv_blocks(), runner_->kv_block_size_tokens(), config.prefix_cache,
+                  runner_->num_host_kv_blocks()),
           scheduler_(config.scheduler, blocks_),
           queue_(static_cast<size_t>(config.max_waiting)),
           overlap_(config.overlap == StepOverlap::kOn ||
@@ -65,7 +66,8 @@ private:
     void loop();
     void admit_new_requests();
     void apply_cancellations_and_deadlines();
-    // Plans the next step. Pipelined, a sequence whose token in flight certainly ends it sits out.
+    // Plans the next step and starts the KV copies it needs (ordered before it on the runner).
+    // Pipelined, a sequence whose token in flight certainly ends it sits out.
     scheduler::StepPlan plan_next(bool pipelined);
     executor::ForwardBatch build_batch(const scheduler::StepPlan& plan);
     // Each chunk's RowSampling into rows_, drawing u for sampling rows that are not greedy.

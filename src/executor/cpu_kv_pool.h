@@ -19,6 +19,10 @@ public:
     int num_blocks() const { return num_blocks_; }
     int block_size_tokens() const { return block_size_tokens_; }
     int64_t row_floats() const { return row_floats_; }  // kv_heads * head_dim
+    // K and V of every layer for one block: what save_block() writes and load_block() reads.
+    int64_t block_floats() const { return 2 * num_layers_ * block_size_tokens_ * row_floats_; }
+    void save_block(int32_t block, float* out) const;
+    void load_block(int32_t block, const float* in);
     static int64_t bytes_per_token(int num_layers, int num_kv_heads, int head_dim) {
         return int64_t{2} * num_layers * num_kv_heads * head_dim * static_cast<int64_t>(sizeof(float));
     }
@@ -40,7 +44,7 @@ private:
     // Array `index` (2 * layer: keys, 2 * layer + 1: values).
     float* layer_base(int index) const { return static_cast<float*>(storage_.data()) + index * layer_floats_; }
 
-    int num_blocks_, block_size_tokens_;
+    int num_layers_, num_blocks_, block_size_tokens_;
     int64_t row_floats_;
     int64_t layer_floats_;  // num_blocks * block_size * row_floats: one K or V array
     ZeroPages storage_;     // [num_layers][K, V][layer_floats_] float32

@@ -27,7 +27,21 @@ CpuRunner::CpuRunner(const model::Checkpoint& checkpoint, const CpuRunnerConfig&
       weights_(checkpoint.weights()),
       inv_freq_(model::rope_inv_freq(cfg_)),
       pool_(resolve_threads(config.num_threads)),
-      kv_(cfg_.num_layers, cfg_.num_kv_heads, cfg_.head_dim, config.num_kv_blocks, config.kv_block_size_tokens) {}
+      kv_(cfg_.num_layers, cfg_.num_kv_heads, cfg_.head_dim, config.num_kv_blocks, config.kv_block_size_tokens),
+      num_host_blocks_(config.num_host_kv_blocks),
+      host_kv_(static_cast<size_t>(std::max(num_host_blocks_, 0) * kv_.block_floats())) {}
+
+void CpuRunner::copy_kv_blocks(std::span<const kv::BlockCopy> copies) {
+    for (const kv::BlockCopy& c : copies) {
+        CHECK(c.host_slot >= 0 && c.host_slot < num_host_blocks_) << "host slot " << c.host_slot;
+        float* host = host_kv_.data() + static_cast<int64_t>(c.host_slot) * kv_.block_floats();
+        if (c.direction == kv::BlockCopy::Direction::kToHost) {
+            kv_.save_block(c.device_block, host);
+        } else {
+            kv_.load_block(c.device_block, host);
+        }
+    }
+}
 
 std::vector<int32_t> identity_block_table(int num_tokens, int block_size_tokens) {
     std::vector<int32_t> table(static_cast<size_t>((num_tokens + block_size_tokens - 1) / block_size_tokens));

@@ -17,6 +17,8 @@ struct CpuRunnerConfig {
     int num_threads = 0;           // 0: every hardware thread
     int num_kv_blocks = 64;        // KV pool size; see CpuKvPool::bytes_per_token for the memory
     int kv_block_size_tokens = 16;
+    int num_host_kv_blocks = 0;    // a host tier: a second store that blocks are copied to and from
+                                   // (the device pool is host memory already: for tests of the tier)
 };
 
 class CpuRunner final : public ModelRunner {
@@ -26,6 +28,9 @@ public:
     const model::ModelConfig& model_config() const override { return cfg_; }
     int num_kv_blocks() const override { return kv_.num_blocks(); }
     int kv_block_size_tokens() const override { return kv_.block_size_tokens(); }
+    int num_host_kv_blocks() const override { return num_host_blocks_; }
+    // Copies at once (steps run inside submit(), so every earlier step is done).
+    void copy_kv_blocks(std::span<const kv::BlockCopy> copies) override;
 
     // Runs the batch: appends each sequence's tokens to its KV blocks and writes logits
     // [batch.num_logit_rows(), vocab] into `logits` (resized). Positions must continue each
@@ -49,6 +54,8 @@ private:
     std::vector<float> inv_freq_;  // [head_dim / 2]
     ThreadPool pool_;
     CpuKvPool kv_;
+    int num_host_blocks_;
+    std::vector<float> host_kv_;  // [num_host_blocks_][kv_.block_floats()]
     Workspace ws_;
 };
 

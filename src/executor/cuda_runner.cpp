@@ -10,6 +10,7 @@
 #include <set>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "backend/cuda/cuda_check.h"
 #include "backend/cuda/cuda_event.h"
@@ -86,7 +87,8 @@ struct CudaRunner::Impl {
     CudaWeights weights;
     cuda::Gemm gemm;
     cudaStream_t stream = nullptr;
-    int num_blocks = 0, max_blocks_per_seq = 0, max_logit_rows = 0, max_graph_batch = 0;
+    cudaStream_t copy_stream = nullptr;   // host-tier copies
+    int num_blocks = 0, num_host_blocks = 0, max_blocks_per_seq = 0, max_logit_rows = 0, max_graph_batch = 0;
     int32_t scratch_block = 0;   // one KV block outside the pool: where padded decode rows write
     int64_t q_width = 0, kv_width = 0, qkv_width = 0;
     StepLayout layout;           // this step's metadata offsets
@@ -97,6 +99,8 @@ struct CudaRunner::Impl {
         sample_workspace;
     size_t attn_workspace_bytes = 0;
     cuda::PinnedBuffer host_logits;
+    cuda::PinnedBuffer host_kv;   // [num_host_blocks][layers][2][block_size * kv_width] bf16
+    cuda::CudaEvent compute_done, copies_done;   // orders the copy stream after steps and steps after copies
     // Submitted steps, two at most in flight, take the two slots in turn: each has its own pinned
     // metadata (written while the other step runs) and ids, and an event after the ids' copy.
     struct Slot {
@@ -141,6 +145,11 @@ struct CudaRunner::Impl {
     void enqueue_pick(int begin, int n, bool sampled);
     void run_layer(int layer, const cuda::AttentionMetadata& m, int num_tokens);
     void enqueue_decode_graph(const GraphKey& key, const cuda::AttentionMetadata& m);
+    void copy_kv_blocks(std::span<const kv::BlockCopy> copies);
+    // K of one layer for one block: one row of a block's 2D copy.
+    size_t kv_block_row_bytes() const {
+        return static_cast<size_t>(config.kv_block_size_tokens) * static_cast<size_t>(kv_width) * sizeof(bf16);
+    }
     bf16* k_cache(int layer) const { return ptr<bf16>(kv) + kv_layer_elems() * (2 * layer); }
     bf16* v_cache(int layer) const { return ptr<bf16>(kv) + kv_layer_elems() * (2 * layer + 1); }
     size_t kv_layer_elems() const {
@@ -200,8 +209,22 @@ Status CudaRunner::Impl::allocate() {
         slot.done = std::move(event).value();
     }
 
-    // The KV pool takes what is left, at most max_num_seqs full contexts (or what the config asks for).
+    // The host tier first (pinned host memory), then the KV pool takes what is left of the device, at most
+    // max_num_seqs full contexts (or what the config asks for).
     const size_t block_bytes = static_cast<size_t>(config.kv_block_size_tokens) * kv_width * 2 * 2 * cfg.num_layers;
+    if (config.host_kv_cache_bytes > 0) {
+        num_host_blocks = static_cast<int>(std::min<int64_t>(config.host_kv_cache_bytes / static_cast<int64_t>(block_bytes),
+                                                             std::numeric_limits<int32_t>::max()));
+    }
+    if (num_host_blocks > 0) {
+        HICHAT_RETURN_IF_ERROR(pinned(host_kv, static_cast<size_t>(num_host_blocks) * block_bytes));
+        for (cuda::CudaEvent* e : {&compute_done, &copies_done}) {
+            auto event = cuda::CudaEvent::create();
+            if (!event.ok()) return event.status();
+            *e = std::move(event).value();
+        }
+        CUDA_CHECK(cudaStreamCreateWithFlags(&copy_stream, cudaStreamNonBlocking));
+    }
     num_blocks = config.num_kv_blocks;
     if (num_blocks <= 0) {
         size_t free_bytes = 0, total_bytes = 0;
@@ -212,6 +235,12 @@ Status CudaRunner::Impl::allocate() {
                                      .max_num_seqs = config.max_num_seqs,
                                      .context_tokens = config.max_context_tokens,
                                      .block_size_tokens = config.kv_block_size_tokens});
+    }
+    if (num_host_blocks > 0) {   // every row of a block's 2D copy is one layer's K or V array apart
+        int max_pitch = 0;
+        CUDA_CHECK(cudaDeviceGetAttribute(&max_pitch, cudaDevAttrMaxPitch, config.device));
+        num_blocks = static_cast<int>(std::min<int64_t>(num_blocks, static_cast<int64_t>(max_pitch) /
+                                                                        static_cast<int64_t>(kv_block_row_bytes()) - 1));
     }
     if (num_blocks < max_blocks_per_seq) {
         return invalid_argument("not enough device memory for one full-context sequence's KV (" +
@@ -396,6 +425,33 @@ void CudaRunner::Impl::enqueue_decode_graph(const GraphKey& key, const cuda::Att
     CUDA_CHECK(it->second.launch(stream));
 }
 
+// A block is 2 * layers rows (K and V of each layer) of kv_block_row_bytes(), one K/V array apart on the
+// device and packed in its host slot: one 2D copy. The copy stream starts after every step submitted so
+// far (no copy reads a block a step still writes, nor overwrites one a step still reads), and every step
+// submitted later starts after the copies (no step reads a block before it is back, nor overwrites one
+// before it is saved).
+void CudaRunner::Impl::copy_kv_blocks(std::span<const kv::BlockCopy> copies) {
+    CHECK_GT(num_host_blocks, 0) << "copy_kv_blocks() without a host KV tier";
+    if (copies.empty()) return;
+    CUDA_CHECK(compute_done.record(stream));
+    CUDA_CHECK(compute_done.make_wait(copy_stream));
+    const size_t row = kv_block_row_bytes(), pitch = kv_layer_elems() * sizeof(bf16);
+    const auto rows = static_cast<size_t>(2 * cfg.num_layers);
+    for (const kv::BlockCopy& c : copies) {
+        CHECK(c.device_block >= 0 && c.device_block < num_blocks) << "device block " << c.device_block;
+        CHECK(c.host_slot >= 0 && c.host_slot < num_host_blocks) << "host slot " << c.host_slot;
+        char* device = static_cast<char*>(kv.data()) + static_cast<size_t>(c.device_block) * row;
+        char* host = static_cast<char*>(host_kv.data()) + static_cast<size_t>(c.host_slot) * row * rows;
+        if (c.direction == kv::BlockCopy::Direction::kToHost) {
+            CUDA_CHECK(cudaMemcpy2DAsync(host, row, device, pitch, row, rows, cudaMemcpyDeviceToHost, copy_stream));
+        } else {
+            CUDA_CHECK(cudaMemcpy2DAsync(device, pitch, host, row, row, rows, cudaMemcpyHostToDevice, copy_stream));
+        }
+    }
+    CUDA_CHECK(copies_done.record(copy_stream));
+    CUDA_CHECK(copies_done.make_wait(stream));
+}
+
 void CudaRunner::Impl::submit(const ForwardBatch& batch, std::span<const RowSampling> rows) {
     CHECK_LT(num_outstanding, 2) << "submit() with two steps outstanding";
     const int num_rows = static_cast<int>(batch.num_logit_rows());
@@ -479,14 +535,18 @@ Result<std::unique_ptr<CudaRunner>> CudaRunner::create(const model::Checkpoint& 
 
 CudaRunner::CudaRunner(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CudaRunner::~CudaRunner() {
-    if (impl_ && impl_->stream != nullptr) {
-        cudaStreamSynchronize(impl_->stream);
-        cudaStreamDestroy(impl_->stream);
+    if (!impl_) return;
+    for (cudaStream_t s : {impl_->stream, impl_->copy_stream}) {
+        if (s == nullptr) continue;
+        cudaStreamSynchronize(s);
+        cudaStreamDestroy(s);
     }
 }
 const model::ModelConfig& CudaRunner::model_config() const { return impl_->cfg; }
 int CudaRunner::num_kv_blocks() const { return impl_->num_blocks; }
 int CudaRunner::kv_block_size_tokens() const { return impl_->config.kv_block_size_tokens; }
+int CudaRunner::num_host_kv_blocks() const { return impl_->num_host_blocks; }
+void CudaRunner::copy_kv_blocks(std::span<const kv::BlockCopy> copies) { impl_->copy_kv_blocks(copies); }
 void CudaRunner::forward(const ForwardBatch& batch, std::vector<float>& logits) { impl_->forward(batch, logits); }
 void CudaRunner::forward_argmax(const ForwardBatch& batch, std::vector<int32_t>& ids) {
     greedy_rows_.assign(static_cast<size_t>(batch.num_logit_rows()), RowSampling{});

@@ -1,6 +1,7 @@
 // CudaRunner: the Llama-family forward pass on one CUDA device, behind the same ModelRunner
 // interface as CpuRunner. Owns the device weights (uploaded once as bf16, q/k/v and gate/up fused), the
-// paged bf16 KV pool, the workspaces for the largest step, pinned staging buffers and one stream; no
+// paged bf16 KV pool, the workspaces for the largest step, pinned staging buffers, the pinned host KV
+// tier, a compute stream and a copy stream (host-tier copies, ordered by events); no
 // device allocation after construction except the decode graphs, captured on first use for each
 // (padded batch size, power-of-two context) bucket. Engine (or CLI) thread only.
 #pragma once
@@ -23,6 +24,10 @@ struct CudaRunnerConfig {
     int max_num_seqs = 256;
     int max_context_tokens = 0;          // 0: the model's max_position_embeddings
     bool use_cuda_graphs = true;         // decode steps replay captured graphs (per batch / context bucket)
+    // The host tier: pinned host memory for this many bytes of KV blocks (0: none). With a host tier the
+    // device pool holds at most cudaDevAttrMaxPitch / (one block's row of one layer's K) blocks, so
+    // that a block moves as one 2D copy (2 * layers rows of block_size * kv_width bf16).
+    int64_t host_kv_cache_bytes = 0;
 };
 
 class CudaRunner final : public ModelRunner {
@@ -35,6 +40,10 @@ public:
     const model::ModelConfig& model_config() const override;
     int num_kv_blocks() const override;
     int kv_block_size_tokens() const override;
+    int num_host_kv_blocks() const override;
+    // One cudaMemcpy2DAsync per block on the copy stream, after an event recorded on the compute stream
+    // (every step submitted so far); later steps wait for an event after the copies. The host never waits.
+    void copy_kv_blocks(std::span<const kv::BlockCopy> copies) override;
     void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
     // The argmax runs on the device: only the ids [rows] come back.
     void forward_argmax(const ForwardBatch& batch, std::vector<int32_t>& ids) override;

@@ -25,6 +25,10 @@ void ModelRunner::forward_sample(const ForwardBatch&, std::span<const RowSamplin
     CHECK(false) << "forward_sample() on a runner that does not sample on the device";
 }
 
+void ModelRunner::copy_kv_blocks(std::span<const kv::BlockCopy> copies) {
+    CHECK(copies.empty()) << "copy_kv_blocks() on a runner without a host KV tier";
+}
+
 // The default runs the step here, so the previous step's ids are already known on the host:
 // placeholders are replaced from last_ids_ in a copy of the batch's tokens.
 void ModelRunner::submit(const ForwardBatch& batch, std::span<const RowSampling> rows) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "executor/forward_batch.h"
+#include "kv/block_copy.h"
 #include "model/model_config.h"
 
 namespace hichat::executor {
@@ -28,6 +29,11 @@ public:
     virtual const model::ModelConfig& model_config() const = 0;
     virtual int num_kv_blocks() const = 0;
     virtual int kv_block_size_tokens() const = 0;
+    // Blocks of the host-memory KV tier (0: none): host slots [0, n) for kv::BlockCopy.
+    virtual int num_host_kv_blocks() const { return 0; }
+    // Runs `copies` in order, after the work of every step submitted before and before that of any step
+    // submitted after; returns without waiting for them. Only for runners with a host tier.
+    virtual void copy_kv_blocks(std::span<const kv::BlockCopy> copies);
     // Appends each sequence's tokens to its KV blocks; logits [batch.num_logit_rows(), vocab].
     virtual void forward(const ForwardBatch& batch, std::vector<float>& logits) = 0;
 

@@ -3,6 +3,8 @@
 #include <sys/sysinfo.h>
 
 #include <algorithm>
+#include <fstream>
+#include <string>
 
 #include "executor/cpu_kv_pool.h"
 #include "executor/cpu_runner.h"
@@ -44,6 +46,23 @@ int cpu_kv_blocks(const model::ModelConfig& cfg, const RunnerOptions& o, int con
                                        .block_size_tokens = o.kv_block_size_tokens}));
 }
 
+int cpu_host_kv_blocks(const model::ModelConfig& cfg, const RunnerOptions& o) {
+    if (o.num_host_kv_blocks > 0) return o.num_host_kv_blocks;
+    if (o.host_kv_cache_bytes <= 0) return 0;
+    const int64_t per_block =
+        CpuKvPool::bytes_per_token(cfg.num_layers, cfg.num_kv_heads, cfg.head_dim) * o.kv_block_size_tokens;
+    return static_cast<int>(std::min<int64_t>(o.host_kv_cache_bytes / per_block, INT32_MAX));
+}
+
+// bf16 K and V of every layer for host_kv_blocks blocks.
+[[maybe_unused]] int64_t cuda_host_kv_bytes(const model::ModelConfig& cfg, const RunnerOptions& o) {
+    if (o.num_host_kv_blocks > 0) {
+        return int64_t{2} * 2 * cfg.num_layers * cfg.num_kv_heads * cfg.head_dim * o.kv_block_size_tokens *
+               o.num_host_kv_blocks;
+    }
+    return o.host_kv_cache_bytes < 0 ? host_kv_auto_bytes() : o.host_kv_cache_bytes;
+}
+
 Result<std::unique_ptr<ModelRunner>> make_cuda_runner(const model::Checkpoint& checkpoint, const RunnerOptions& o,
                                                       int context) {
 #ifdef HICHAT_HAVE_CUDA
@@ -53,7 +72,8 @@ Result<std::unique_ptr<ModelRunner>> make_cuda_runner(const model::Checkpoint& c
                                              .kv_block_size_tokens = o.kv_block_size_tokens,
                                              .max_num_tokens_per_step = step.max_num_tokens_per_step,
                                              .max_num_seqs = step.max_num_seqs,
-                                             .max_context_tokens = context});
+                                             .max_context_tokens = context,
+                                             .host_kv_cache_bytes = cuda_host_kv_bytes(checkpoint.config(), o)});
     if (!r.ok()) return r.status();
     return std::unique_ptr<ModelRunner>(std::move(r).value());
 #else
@@ -63,6 +83,23 @@ Result<std::unique_ptr<ModelRunner>> make_cuda_runner(const model::Checkpoint& c
 }
 
 }  // namespace
+
+int64_t host_kv_auto_bytes() {
+    int64_t available = 0;
+    std::ifstream meminfo("/proc/meminfo");
+    for (std::string key; meminfo >> key;) {
+        int64_t kib = 0;
+        meminfo >> kib;
+        if (key == "MemAvailable:") available = kib * 1024;
+        meminfo.ignore(64, '\n');
+    }
+    if (available <= 0) {
+        struct sysinfo si {};
+        sysinfo(&si);
+        available = static_cast<int64_t>(si.freeram) * si.mem_unit;
+    }
+    return std::min<int64_t>(available / 5, int64_t{64} << 30);
+}
 
 Result<DeviceKind> parse_device_kind(const std::string& text) {
     if (text == "auto") return DeviceKind::kAuto;
@@ -104,7 +141,8 @@ Result<std::unique_ptr<ModelRunner>> make_runner(const model::Checkpoint& checkp
     return std::unique_ptr<ModelRunner>(std::make_unique<CpuRunner>(
         checkpoint, CpuRunnerConfig{.num_threads = o.num_threads,
                                     .num_kv_blocks = cpu_kv_blocks(cfg, o, context),
-                                    .kv_block_size_tokens = o.kv_block_size_tokens}));
+                                    .kv_block_size_tokens = o.kv_block_size_tokens,
+                                    .num_host_kv_blocks = cpu_host_kv_blocks(cfg, o)}));
 }
 
 }  // namespace hichat::executor

@@ -29,7 +29,14 @@ struct RunnerOptions {
     int kv_block_size_tokens = 16;
     int num_kv_blocks = 0;                  // > 0: exactly this many KV blocks on either device (tests,
                                             // benchmarks), in place of the memory budgets above
+    // The host-memory KV tier (evicted blocks kept in pinned RAM, copied back on a hit): 0 none, -1 auto
+    // (CUDA: host_kv_auto_bytes(); the CPU: none, its pool is RAM already), else bytes.
+    int64_t host_kv_cache_bytes = 0;
+    int num_host_kv_blocks = 0;             // > 0: exactly this many host-tier blocks, on either device (tests)
 };
+
+// The default host tier on CUDA: a fifth of the available RAM (MemAvailable), at most 64 GiB.
+int64_t host_kv_auto_bytes();
 
 // Whether this build has the CUDA backend and this machine a device for it.
 enum class CudaPresence { kNotBuilt, kNoDevice, kPresent };

@@ -6,8 +6,11 @@
 
 namespace hichat::kv {
 
-BlockManager::BlockManager(int num_blocks, int block_size_tokens, bool prefix_caching)
-    : block_size_tokens_(block_size_tokens), prefix_caching_(prefix_caching), blocks_(static_cast<size_t>(num_blocks)) {
+BlockManager::BlockManager(int num_blocks, int block_size_tokens, bool prefix_caching, int num_host_slots)
+    : block_size_tokens_(block_size_tokens),
+      prefix_caching_(prefix_caching),
+      blocks_(static_cast<size_t>(num_blocks)),
+      host_(prefix_caching ? num_host_slots : 0) {
     CHECK_GT(block_size_tokens, 0);
     CHECK_GE(num_blocks, 0);
     for (int32_t b = 0; b < num_blocks; ++b) push_back(b);  // lowest ids handed out first
@@ -20,13 +23,15 @@ bool BlockManager::can_grow(const BlockTable& table, int num_tokens) const {
 
 bool BlockManager::grow(BlockTable& table, int num_tokens) {
     if (!can_grow(table, num_tokens)) return false;
-    while (static_cast<int>(table.blocks.size()) < num_blocks_for(num_tokens)) {
-        const int32_t b = pop_front();
-        if (blocks_[static_cast<size_t>(b)].keyed) evict(b);
-        blocks_[static_cast<size_t>(b)].ref_count = 1;
-        table.blocks.push_back(b);
-    }
+    while (static_cast<int>(table.blocks.size()) < num_blocks_for(num_tokens)) table.blocks.push_back(take_free_block());
     return true;
+}
+
+int32_t BlockManager::take_free_block() {
+    const int32_t b = pop_front();
+    if (blocks_[static_cast<size_t>(b)].keyed) evict(b);
+    blocks_[static_cast<size_t>(b)].ref_count = 1;
+    return b;
 }
 
 void BlockManager::release(BlockTable& table) {
@@ -45,36 +50,64 @@ void BlockManager::release(BlockTable& table) {
     table.num_keyed = 0;
 }
 
-std::vector<int32_t> BlockManager::find_cached_prefix(std::span<const BlockHash> keys, int max_blocks) const {
-    std::vector<int32_t> found;
+std::vector<PrefixBlock> BlockManager::find_cached_prefix(std::span<const BlockHash> keys, int max_blocks) const {
+    std::vector<PrefixBlock> found;
     if (!prefix_caching_) return found;
     const size_t n = std::min(keys.size(), static_cast<size_t>(std::max(max_blocks, 0)));
     for (size_t i = 0; i < n; ++i) {
-        auto it = by_key_.find(keys[i]);
-        if (it == by_key_.end()) break;
-        found.push_back(it->second);
+        if (auto it = by_key_.find(keys[i]); it != by_key_.end()) {
+            found.push_back({.block = it->second});
+        } else if (const int32_t slot = host_.find(keys[i]); slot != HostBlockCache::kNone) {
+            found.push_back({.block = kNone, .host_slot = slot});
+        } else {
+            break;
+        }
     }
     return found;
 }
 
-int BlockManager::num_unheld(std::span<const int32_t> blocks) const {
+int BlockManager::num_free_blocks_taken(std::span<const PrefixBlock> prefix) const {
     int n = 0;
-    for (int32_t b : blocks) n += blocks_[static_cast<size_t>(b)].ref_count == 0;
+    for (const PrefixBlock& p : prefix) n += p.block == kNone || blocks_[static_cast<size_t>(p.block)].ref_count == 0;
     return n;
 }
 
-void BlockManager::acquire_cached(BlockTable& table, std::span<const int32_t> blocks) {
+// Device blocks first, so that the blocks taken for host ones cannot be the prefix's own cached blocks;
+// the host slots stay pinned until their copies are queued, so that no offload made meanwhile takes them.
+void BlockManager::acquire_cached(BlockTable& table, std::span<const PrefixBlock> prefix,
+                                  std::span<const BlockHash> keys) {
     CHECK(table.blocks.empty()) << "a cached prefix goes at the start of an empty table";
-    for (int32_t b : blocks) {
+    CHECK_LE(prefix.size(), keys.size());
+    table.blocks.assign(prefix.size(), kNone);
+    for (size_t i = 0; i < prefix.size(); ++i) {
+        const int32_t b = prefix[i].block;
+        if (b == kNone) {
+            host_.pin(prefix[i].host_slot);
+            continue;
+        }
         Block& block = blocks_[static_cast<size_t>(b)];
         CHECK(block.keyed) << "block " << b << " is not cached";
         if (block.ref_count++ == 0) {
             unlink(b);
             ++num_keyed_in_use_;
         }
-        table.blocks.push_back(b);
+        table.blocks[i] = b;
     }
-    table.num_keyed = static_cast<int>(blocks.size());
+    for (size_t i = 0; i < prefix.size(); ++i) {
+        if (prefix[i].block != kNone) continue;
+        const int32_t b = take_free_block();
+        Block& block = blocks_[static_cast<size_t>(b)];
+        CHECK(by_key_.try_emplace(keys[i], b).second) << "host block " << i << " is also on the device";
+        block.keyed = true;
+        block.key = keys[i];
+        ++num_keyed_in_use_;
+        copies_.push_back({.direction = BlockCopy::Direction::kToDevice, .device_block = b, .host_slot = prefix[i].host_slot});
+        ++counters_.restored;
+        host_.touch(prefix[i].host_slot);
+        table.blocks[i] = b;
+    }
+    host_.unpin_all();
+    table.num_keyed = static_cast<int>(prefix.size());
 }
 
 void BlockManager::cache_full_blocks(BlockTable& table, std::span<const BlockHash> keys, int num_computed_tokens) {
@@ -104,6 +137,12 @@ bool BlockManager::writable(const BlockTable& table, int begin_token, int end_to
     return true;
 }
 
+std::vector<BlockCopy> BlockManager::take_copies() {
+    std::vector<BlockCopy> out;
+    out.swap(copies_);
+    return out;
+}
+
 void BlockManager::check_invariants() const {
     int in_queue = 0, keyed_in_queue = 0, keyed_in_use = 0;
     for (int32_t b = head_, prev = kNone; b != kNone; prev = b, b = blocks_[static_cast<size_t>(b)].next) {
@@ -130,6 +169,7 @@ void BlockManager::check_invariants() const {
     CHECK_EQ(keyed_in_use, num_keyed_in_use_);
     CHECK_EQ(static_cast<int>(by_key_.size()), keyed_in_use + keyed_in_queue) << "a key maps to no keyed block";
     CHECK_EQ(num_blocks_used() + num_blocks_cached() + (queue_size_ - keyed_in_queue), num_blocks_total());
+    host_.check_invariants();
 }
 
 int32_t BlockManager::pop_front() {
@@ -171,6 +211,14 @@ void BlockManager::unlink(int32_t b) {
 
 void BlockManager::evict(int32_t b) {
     Block& block = blocks_[static_cast<size_t>(b)];
+    if (host_.num_slots() > 0) {
+        if (const int32_t slot = host_.find(block.key); slot != HostBlockCache::kNone) {
+            host_.touch(slot);  // copied there before (this block came back from the host tier)
+        } else if (const int32_t fresh = host_.insert(block.key); fresh != HostBlockCache::kNone) {
+            copies_.push_back({.direction = BlockCopy::Direction::kToHost, .device_block = b, .host_slot = fresh});
+            ++counters_.offloaded;
+        }
+    }
     by_key_.erase(block.key);
     block.keyed = false;
     ++counters_.evictions;

@@ -46,6 +46,7 @@ StepPlan Scheduler::schedule(const std::vector<SeqState*>& seqs, std::chrono::st
     int num_running = 0;
     for (const SeqState* s : running) num_running += s->status == SeqStatus::kRunning;
     admit_waiting(waiting, num_running, plan, budget);
+    plan.copies = blocks_.take_copies();
     return plan;
 }
 
@@ -109,19 +110,22 @@ void Scheduler::preempt(SeqState& seq, StepPlan& plan) {
 bool Scheduler::allocate_for_admission(SeqState& seq, int reserve) {
     CHECK(seq.blocks.blocks.empty()) << "sequence " << seq.id << " waits holding KV";
     const int bs = blocks_.block_size_tokens();
-    const std::vector<int32_t> hit = blocks_.find_cached_prefix(seq.block_keys, (seq.num_tokens - 1) / bs);
+    const std::vector<kv::PrefixBlock> hit = blocks_.find_cached_prefix(seq.block_keys, (seq.num_tokens - 1) / bs);
     const int hit_blocks = static_cast<int>(hit.size());
-    const int needed = blocks_.num_blocks_for(seq.num_tokens) - hit_blocks + blocks_.num_unheld(hit);
+    const int needed = blocks_.num_blocks_for(seq.num_tokens) - hit_blocks + blocks_.num_free_blocks_taken(hit);
     if (blocks_.num_blocks_free() - needed < reserve) return false;
-    blocks_.acquire_cached(seq.blocks, hit);
+    blocks_.acquire_cached(seq.blocks, hit, seq.block_keys);
     CHECK(blocks_.grow(seq.blocks, seq.num_tokens));
     seq.num_tokens_cached = hit_blocks * bs;
+    const int host_hit_tokens =
+        bs * static_cast<int>(std::count_if(hit.begin(), hit.end(), [](const kv::PrefixBlock& p) { return p.block < 0; }));
     if (seq.preempted) {
         prefix_stats_.preempted_queried_tokens += seq.num_tokens;
         prefix_stats_.preempted_hit_tokens += seq.num_tokens_cached;
     } else if (blocks_.prefix_caching()) {
         prefix_stats_.queried_tokens += seq.num_tokens;
         prefix_stats_.hit_tokens += seq.num_tokens_cached;
+        prefix_stats_.host_hit_tokens += host_hit_tokens;
     }
     if (seq.num_prefix_hit_tokens < 0) seq.num_prefix_hit_tokens = seq.num_tokens_cached;
     return true;

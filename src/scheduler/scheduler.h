@@ -28,6 +28,7 @@ struct SchedulerConfig {
 // counted apart, so that finding their own KV again does not inflate the hit rate.
 struct PrefixCacheStats {
     int64_t queried_tokens = 0, hit_tokens = 0;
+    int64_t host_hit_tokens = 0;  // of hit_tokens, found in the host tier
     int64_t preempted_queried_tokens = 0, preempted_hit_tokens = 0;
 };
 

@@ -3,6 +3,7 @@
 
 #include <vector>
 
+#include "kv/block_copy.h"
 #include "scheduler/seq_state.h"
 
 namespace hichat::scheduler {
@@ -17,6 +18,9 @@ struct ScheduledChunk {
 struct StepPlan {
     std::vector<ScheduledChunk> chunks;   // decodes first, then prefill chunks
     std::vector<SeqState*> preempted;     // moved back to waiting this step; their KV was freed
+    // KV blocks to move between the device pool and the host tier before this step runs (also when the
+    // plan has no chunk left: a copy back may serve a sequence preempted after its admission).
+    std::vector<kv::BlockCopy> copies;
 
     bool empty() const { return chunks.empty(); }
     int num_tokens() const {

@@ -57,6 +57,13 @@ std::vector<BlockHash> chain_keys(std::string_view salt, int first, int num_bloc
     return keys;
 }
 
+// The device blocks of a prefix (-1 where a block is only in the host tier).
+std::vector<int32_t> device_blocks(const std::vector<PrefixBlock>& prefix) {
+    std::vector<int32_t> out;
+    for (const PrefixBlock& p : prefix) out.push_back(p.block);
+    return out;
+}
+
 TEST(BlockHash, ChainDependsOnEveryEarlierBlockAndTheSalt) {
     auto a = chain_keys("", 0, 3), b = chain_keys("", 0, 3);
     EXPECT_EQ(a, b) << "the same tokens give the same keys";
@@ -85,13 +92,13 @@ TEST(PrefixCache, FinishedTableLeavesItsFullBlocksCachedForTheNext) {
     EXPECT_EQ(m.num_blocks_cached(), 3);
     EXPECT_EQ(m.num_blocks_free(), 8) << "cached blocks can still be allocated";
 
-    std::vector<int32_t> hit = m.find_cached_prefix(keys, 3);
+    std::vector<PrefixBlock> hit = m.find_cached_prefix(keys, 3);
     ASSERT_EQ(hit.size(), 3u);
-    EXPECT_EQ(hit, std::vector<int32_t>(a_blocks.begin(), a_blocks.begin() + 3));
+    EXPECT_EQ(device_blocks(hit), std::vector<int32_t>(a_blocks.begin(), a_blocks.begin() + 3));
     EXPECT_EQ(m.find_cached_prefix(keys, 2).size(), 2u) << "capped";
-    EXPECT_EQ(m.num_unheld(hit), 3);
+    EXPECT_EQ(m.num_free_blocks_taken(hit), 3);
     BlockTable b;
-    m.acquire_cached(b, hit);
+    m.acquire_cached(b, hit, keys);
     EXPECT_EQ(m.num_blocks_cached(), 0);
     EXPECT_EQ(m.num_blocks_used(), 3);
     ASSERT_TRUE(m.grow(b, 14));
@@ -107,9 +114,9 @@ TEST(PrefixCache, SharedBlocksAreCountedOnceAndNeverWritable) {
     ASSERT_TRUE(m.grow(a, 10));
     m.cache_full_blocks(a, keys, 10);
     BlockTable b;
-    std::vector<int32_t> hit = m.find_cached_prefix(keys, 2);
-    EXPECT_EQ(m.num_unheld(hit), 0) << "held by a: taking them costs no free block";
-    m.acquire_cached(b, hit);
+    std::vector<PrefixBlock> hit = m.find_cached_prefix(keys, 2);
+    EXPECT_EQ(m.num_free_blocks_taken(hit), 0) << "held by a: taking them costs no free block";
+    m.acquire_cached(b, hit, keys);
     EXPECT_EQ(m.num_blocks_used(), 3);
     EXPECT_FALSE(m.writable(b, 0, 8));
     m.release(a);
@@ -171,7 +178,7 @@ TEST(PrefixCache, DuplicateComputedAlongsideStaysPrivate) {
     ASSERT_TRUE(m.grow(b, 8));
     m.cache_full_blocks(a, keys, 8);
     m.cache_full_blocks(b, keys, 8);
-    EXPECT_EQ(m.find_cached_prefix(keys, 2), std::vector<int32_t>(a.blocks.begin(), a.blocks.end()));
+    EXPECT_EQ(device_blocks(m.find_cached_prefix(keys, 2)), std::vector<int32_t>(a.blocks.begin(), a.blocks.end()));
     m.release(b);
     EXPECT_EQ(m.num_blocks_cached(), 0) << "b's copies were never keyed";
     m.release(a);
@@ -214,6 +221,146 @@ TEST(PrefixCache, DisabledNeverKeys) {
     EXPECT_EQ(m.num_blocks_cached(), 0);
     EXPECT_TRUE(m.find_cached_prefix(keys, 2).empty());
     m.check_invariants();
+}
+
+// Caches `keys` (blocks of 4 tokens) through a table that is then released.
+void cache_prefix(BlockManager& m, const std::vector<BlockHash>& keys) {
+    BlockTable t;
+    const int n = static_cast<int>(keys.size()) * 4;
+    ASSERT_TRUE(m.grow(t, n));
+    m.cache_full_blocks(t, keys, n);
+    m.release(t);
+}
+
+TEST(HostTier, EvictedBlocksAreCopiedOutAndComeBackOnAHit) {
+    BlockManager m(4, 4, true, /*num_host_slots=*/4);
+    const auto a = chain_keys("", 0, 2), b = chain_keys("", 100, 4);
+    cache_prefix(m, a);
+    EXPECT_TRUE(m.take_copies().empty()) << "nothing is copied before an eviction";
+    cache_prefix(m, b);  // takes all 4 blocks: a's two are evicted to the host tier
+    const std::vector<BlockCopy> out = m.take_copies();
+    ASSERT_EQ(out.size(), 2u);
+    for (const BlockCopy& c : out) EXPECT_EQ(c.direction, BlockCopy::Direction::kToHost);
+    EXPECT_EQ(m.counters().offloaded, 2);
+    EXPECT_EQ(m.host_tier().num_used(), 2);
+    m.check_invariants();
+
+    const std::vector<PrefixBlock> hit = m.find_cached_prefix(a, 2);
+    ASSERT_EQ(hit.size(), 2u);
+    for (const PrefixBlock& p : hit) EXPECT_EQ(p.block, -1) << "only in the host tier";
+    EXPECT_EQ(m.num_free_blocks_taken(hit), 2);
+    BlockTable t;
+    m.acquire_cached(t, hit, a);
+    ASSERT_EQ(t.blocks.size(), 2u);
+    EXPECT_EQ(t.num_keyed, 2);
+    const std::vector<BlockCopy> moves = m.take_copies();
+    // Two of b's blocks were evicted to make room (copied out first), then a's come back into them.
+    ASSERT_EQ(moves.size(), 4u);
+    std::vector<int32_t> restored_into;
+    for (size_t i = 0; i < moves.size(); ++i) {
+        if (moves[i].direction == BlockCopy::Direction::kToDevice) {
+            restored_into.push_back(moves[i].device_block);
+            EXPECT_EQ(moves[i].host_slot, hit[restored_into.size() - 1].host_slot);
+            bool saved_first = false;
+            for (size_t j = 0; j < i; ++j) {
+                saved_first |= moves[j].direction == BlockCopy::Direction::kToHost &&
+                               moves[j].device_block == moves[i].device_block;
+            }
+            EXPECT_TRUE(saved_first) << "device block " << moves[i].device_block << " is overwritten before it is saved";
+        }
+    }
+    EXPECT_EQ(restored_into, t.blocks);
+    EXPECT_EQ(m.counters().restored, 2);
+    EXPECT_EQ(device_blocks(m.find_cached_prefix(a, 2)), t.blocks) << "restored blocks are keyed on the device at once";
+    EXPECT_FALSE(m.writable(t, 0, 8));
+    m.release(t);
+    m.check_invariants();
+}
+
+TEST(HostTier, ABlockAlreadyInTheHostTierIsNotCopiedAgain) {
+    BlockManager m(2, 4, true, /*num_host_slots=*/4);
+    const auto a = chain_keys("", 0, 2), b = chain_keys("", 100, 2);
+    cache_prefix(m, a);
+    cache_prefix(m, b);  // a -> host
+    EXPECT_EQ(m.take_copies().size(), 2u);
+    BlockTable t;
+    m.acquire_cached(t, m.find_cached_prefix(a, 2), a);  // b -> host, a -> device
+    m.release(t);
+    EXPECT_EQ(m.take_copies().size(), 4u);
+    cache_prefix(m, b);  // b comes from nowhere new: a is evicted again, but the host tier has it
+    const std::vector<BlockCopy> again = m.take_copies();
+    EXPECT_TRUE(again.empty()) << again.size() << " copies";
+    EXPECT_EQ(m.counters().offloaded, 4);
+    m.check_invariants();
+}
+
+TEST(HostTier, LookupContinuesInTheHostTierWhereTheDeviceEnds) {
+    BlockManager m(4, 4, true, /*num_host_slots=*/8);
+    const auto a = chain_keys("", 0, 3);
+    cache_prefix(m, a);
+    BlockTable other;
+    ASSERT_TRUE(m.grow(other, 12));  // the free block, then a's tail first: blocks 2 and 1 leave the device
+    m.take_copies();
+    const std::vector<PrefixBlock> hit = m.find_cached_prefix(a, 3);
+    ASSERT_EQ(hit.size(), 3u);
+    EXPECT_GE(hit[0].block, 0) << "block 0 stayed on the device";
+    EXPECT_EQ(hit[1].block, -1);
+    EXPECT_EQ(hit[2].block, -1);
+    EXPECT_EQ(m.num_free_blocks_taken(hit), 3);
+    EXPECT_EQ(m.num_blocks_free(), 1) << "not enough room for three: the scheduler would not take it";
+    m.release(other);
+    BlockTable t;
+    m.acquire_cached(t, hit, a);
+    EXPECT_EQ(t.blocks[0], hit[0].block);
+    EXPECT_EQ(m.counters().restored, 2);
+    m.release(t);
+    m.check_invariants();
+}
+
+TEST(HostTier, OldestHostCopiesAreDroppedAndSlotsBeingRestoredAreNeverReused) {
+    BlockManager m(2, 4, true, /*num_host_slots=*/2);
+    const auto a = chain_keys("", 0, 2), b = chain_keys("", 100, 2), c = chain_keys("", 200, 2);
+    cache_prefix(m, a);
+    cache_prefix(m, b);  // a -> host (both slots)
+    m.take_copies();
+    // Restoring a evicts b's two blocks; the host tier is full of a, whose slots are being read: b is
+    // dropped, not written over them.
+    BlockTable t;
+    m.acquire_cached(t, m.find_cached_prefix(a, 2), a);
+    for (const BlockCopy& copy : m.take_copies()) EXPECT_EQ(copy.direction, BlockCopy::Direction::kToDevice);
+    EXPECT_TRUE(m.find_cached_prefix(b, 2).empty()) << "b had nowhere to go";
+    m.release(t);
+    cache_prefix(m, c);  // a is evicted again, its host copies are still there
+    EXPECT_TRUE(m.take_copies().empty());
+    EXPECT_EQ(m.find_cached_prefix(a, 2).size(), 2u);
+    EXPECT_EQ(m.host_tier().num_dropped(), 0);
+    m.check_invariants();
+}
+
+TEST(HostTier, OffWithoutThePrefixCache) {
+    BlockManager m(2, 4, /*prefix_caching=*/false, /*num_host_slots=*/4);
+    EXPECT_EQ(m.host_tier().num_slots(), 0);
+    cache_prefix(m, chain_keys("", 0, 2));
+    cache_prefix(m, chain_keys("", 100, 2));
+    EXPECT_TRUE(m.take_copies().empty());
+}
+
+TEST(HostBlockCache, InsertsTakeEmptySlotsThenTheLeastRecentlyUsed) {
+    HostBlockCache h(2);
+    const auto k = chain_keys("", 0, 3);
+    const int32_t s0 = h.insert(k[0]), s1 = h.insert(k[1]);
+    EXPECT_NE(s0, s1);
+    h.touch(s0);
+    EXPECT_EQ(h.insert(k[2]), s1) << "k[1] was used least recently";
+    EXPECT_EQ(h.find(k[1]), HostBlockCache::kNone);
+    EXPECT_EQ(h.find(k[2]), s1);
+    EXPECT_EQ(h.num_dropped(), 1);
+    h.pin(s0);
+    h.pin(s1);
+    EXPECT_EQ(h.insert(chain_keys("", 50, 1)[0]), HostBlockCache::kNone) << "every slot pinned";
+    h.unpin_all();
+    EXPECT_NE(h.insert(chain_keys("", 50, 1)[0]), HostBlockCache::kNone);
+    h.check_invariants();
 }
 
 }  // namespace

@@ -97,6 +97,8 @@ TEST_F(ServeStartupTest, FlagsThatWouldDoNothingAreRefusedByName) {
     expect_refused("--tls-key key.pem", {"--tls-key", "--tls-cert"});
     expect_refused("--device cpu --gpu-memory-fraction 0.5", {"--gpu-memory-fraction", "--device cpu"});
     expect_refused("--device cuda --kv-cache-mb 64", {"--kv-cache-mb", "--device cuda"});
+    expect_refused("--device cpu --host-kv-cache-gb 4", {"--host-kv-cache-gb", "--device cpu"});
+    expect_refused("--device cuda --no-prefix-cache --host-kv-cache-gb 4", {"--host-kv-cache-gb", "--no-prefix-cache"});
     expect_refused("--device cuda --threads 2", {"--threads", "--device cuda"});
     expect_refused("--api-key-file " + (dir_ / "empty.txt").string(), {"--api-key-file", "no keys"});
     expect_refused("--deny-list " + (dir_ / "empty.txt").string(), {"--deny-list", "no phrases"});

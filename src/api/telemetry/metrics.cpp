@@ -86,6 +86,18 @@ void Metrics::render_gauges(std::string& out) const {
     counter("hichat_prefix_cache_preempted_hit_tokens_total",
             "Tokens of readmitted preempted sequences found in the prefix cache.", g.prefix_cache_preempted_hit_tokens);
     counter("hichat_prefix_cache_evictions_total", "Cached KV blocks dropped to make room.", g.prefix_cache_evictions);
+    counter("hichat_prefix_cache_host_hit_tokens_total",
+            "Prompt tokens whose KV was copied back from the host-memory tier (part of the hits).",
+            g.prefix_cache_host_hit_tokens);
+    gauge("hichat_host_kv_blocks_total", "Blocks the host-memory KV tier holds (0: no tier).", g.num_host_kv_blocks_total);
+    gauge("hichat_host_kv_blocks_used", "Host-tier blocks holding a copy of an evicted KV block.",
+          g.num_host_kv_blocks_used);
+    counter("hichat_host_kv_offloaded_blocks_total", "KV blocks copied to the host tier when evicted from the device.",
+            g.host_kv_offloaded_blocks);
+    counter("hichat_host_kv_restored_blocks_total", "KV blocks copied back from the host tier on a prefix hit.",
+            g.host_kv_restored_blocks);
+    counter("hichat_host_kv_dropped_blocks_total", "Host-tier copies overwritten by newer ones (least recently used).",
+            g.host_kv_dropped_blocks);
     gauge("hichat_preprocess_workers", "Threads that parse and tokenize generation requests.", g.num_preprocess_workers);
     gauge("hichat_preprocess_tasks_running", "Generation requests being parsed and tokenized now.",
           g.num_preprocess_tasks_running);

@@ -26,6 +26,10 @@ struct EngineGauges {
     int64_t prefix_cache_queried_tokens = 0, prefix_cache_hit_tokens = 0;
     int64_t prefix_cache_preempted_queried_tokens = 0, prefix_cache_preempted_hit_tokens = 0;
     int64_t prefix_cache_evictions = 0;  // cached blocks dropped to make room
+    int64_t prefix_cache_host_hit_tokens = 0;  // of the hits, copied back from the host tier
+    // The host-memory KV tier (CUDA): blocks, and copies (monotonic).
+    int64_t num_host_kv_blocks_total = 0, num_host_kv_blocks_used = 0;
+    int64_t host_kv_offloaded_blocks = 0, host_kv_restored_blocks = 0, host_kv_dropped_blocks = 0;
     int64_t num_preprocess_workers = 0;       // threads that parse and tokenize generation requests
     int64_t num_preprocess_tasks_running = 0;
     int64_t num_preprocess_tasks_queued = 0;

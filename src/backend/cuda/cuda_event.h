@@ -20,6 +20,9 @@ public:
     static Result<CudaEvent> create();
 
     cudaError_t record(cudaStream_t stream) const { return cudaEventRecord(event_, stream); }
+    // Makes the work enqueued on `stream` from now on wait, on the device, for the work before the last
+    // record(); the host does not wait.
+    cudaError_t make_wait(cudaStream_t stream) const { return cudaStreamWaitEvent(stream, event_, 0); }
     // Blocks until the work before the last record() is done.
     cudaError_t synchronize() const { return cudaEventSynchronize(event_); }
 
