@@ -6,7 +6,10 @@
 # lines, tagged with the setting, to bench/results/prefix-cache-<host>-<date>.jsonl.
 # Usage: bench/prefix_cache_bench.sh MODEL_DIR DATASET [bench serve flags...] [-- serve flags...]
 #   e.g. bench/prefix_cache_bench.sh models/default multi-turn --mt-num-conversations 1 --mt-num-turns 10
-# HICHAT: the hichat binary (default build/tools/hichat).
+# HICHAT: the hichat binary (default build/tools/hichat). OFF_FLAGS / OFF_NAME: the serve flags and the
+# name of the compared setting (default --no-prefix-cache / off), e.g. OFF_FLAGS="--host-kv-cache-gb 0"
+# OFF_NAME=no-host-tier ON_NAME=host-tier to measure the host tier. Each line also carries the server's
+# prefix-cache counters from /metrics at the end of the run (queried, hit and host-hit tokens, copies).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [[ $# -ge 2 ]] || { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
@@ -37,15 +40,31 @@ run() {  # run SETTING [serve flags...]: one server, one bench run; prints the J
   local rc=0
   "$bin" bench serve --url "http://127.0.0.1:$port" --model "$name" --dataset "$dataset" "${bench_flags[@]}" \
       > "$log/bench-$setting.out" || rc=$?
+  metrics_fields "http://127.0.0.1:$port/metrics" > "$log/metrics-$setting.json" || echo '{}' > "$log/metrics-$setting.json"
   kill -TERM $pid; wait $pid || true
   [[ $rc == 0 ]] || { echo "bench serve failed (exit $rc)" >&2; exit 1; }
-  tail -n 1 "$log/bench-$setting.out" | sed "s/^{/{\"setting\":\"prefix-cache-$setting\",\"dataset\":\"$dataset\",/" \
+  tail -n 1 "$log/bench-$setting.out" | sed "s/^{/{\"setting\":\"prefix-cache-$setting\",\"dataset\":\"$dataset\",\"server_metrics\":$(cat "$log/metrics-$setting.json"),/" \
       | tee -a "$out"
+  grep -h "KV cache:" "$log/serve-$setting.err" | sed "s/^/$setting: /" >&2 || true
   sed '$d' "$log/bench-$setting.out" >&2
 }
 
-on=$(run on)
-off=$(run off --no-prefix-cache)
+metrics_fields() {  # the hichat_prefix_cache_* and hichat_host_kv_* samples of a /metrics page, as JSON
+  /usr/bin/env python3 - "$1" <<'PY'
+import json, sys, urllib.request
+text = urllib.request.urlopen(sys.argv[1], timeout=10).read().decode()
+out = {}
+for line in text.splitlines():
+    if line.startswith(("hichat_prefix_cache_", "hichat_host_kv_", "hichat_kv_blocks_")):
+        name, value = line.rsplit(" ", 1)
+        out[name.removeprefix("hichat_")] = float(value)
+print(json.dumps(out, separators=(",", ":")))
+PY
+}
+
+read -r -a off_flags <<< "${OFF_FLAGS:---no-prefix-cache}"
+on=$(run "${ON_NAME:-on}")
+off=$(run "${OFF_NAME:-off}" "${off_flags[@]}")
 /usr/bin/python3 - "$on" "$off" <<'PY'
 import json, sys
 on, off = (json.loads(a) for a in sys.argv[1:3])
@@ -54,6 +73,13 @@ def get(j, *keys):
         if k in j: return j[k]
     return None
 print(f"cached prompt share: on {on.get('cached_prompt_share')}, off {off.get('cached_prompt_share')}")
+for name, j in (("on", on), ("off", off)):
+    m = j.get("server_metrics", {})
+    q, h = m.get("prefix_cache_queried_tokens_total"), m.get("prefix_cache_hit_tokens_total")
+    if q:
+        print(f"{name}: server prefix hits {h / q:.3f} of queried tokens, host-tier hits "
+              f"{m.get('prefix_cache_host_hit_tokens_total', 0) / q:.3f}; blocks offloaded "
+              f"{m.get('host_kv_offloaded_blocks_total', 0):.0f}, restored {m.get('host_kv_restored_blocks_total', 0):.0f}")
 for key in ("output_throughput", "mean_ttft_ms", "median_ttft_ms"):
     a, b = on.get(key), off.get(key)
     if a is not None and b:

@@ -145,10 +145,15 @@ Status open_model_files(const ServeOptions& o, LoadedModel& m) {
 Status start_engine(const ServeOptions& o, const Frontend& f, LoadedModel& m) {
     auto runner = executor::make_runner(*m.checkpoint, runner_options(o));
     HICHAT_RETURN_IF_ERROR(runner.status());
+    const int block_tokens = (*runner)->kv_block_size_tokens();
     engine::EngineConfig engine_config = o.engine;
     engine_config.max_model_len = o.max_model_len;
     engine_config.output_deny_list = f.deny_list.phrases();
     m.engine = std::make_unique<engine::Engine>(std::move(runner).value(), *m.tokenizer, engine_config);
+    const engine::EngineStats kv = m.engine->stats();
+    std::fprintf(stderr, "hichat serve: KV cache: %d blocks of %d tokens, host tier: %d blocks%s\n",
+                 kv.num_kv_blocks_total, block_tokens, kv.num_host_kv_blocks_total,
+                 o.engine.prefix_cache ? "" : " (prefix cache off)");
     const int num_cores = static_cast<int>(std::thread::hardware_concurrency());
     m.preprocess = std::make_unique<api::PreprocessPool>(api::PreprocessPoolConfig{
         .num_workers = api::PreprocessPool::default_num_workers(num_cores, o.http.num_io_threads, o.num_threads),
