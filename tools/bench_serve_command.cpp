@@ -69,7 +69,8 @@ constexpr FlagSpec kFlags[] = {
     {.name = "mt-output-len", .kind = FlagKind::kInt, .value_name = "A", .default_value = "128",
      .help = "multi-turn: max_tokens of each turn (ignore_eos)", .min = 1, .max = 1 << 20},
     {.name = "mt-mode", .value_name = "MODE", .default_value = "completions",
-     .help = "multi-turn: completions (history resent as a text prompt; the only mode today)"},
+     .help = "multi-turn: completions (history resent as a text prompt to /v1/completions) or responses "
+             "(POST /v1/responses with the new message and previous_response_id: the server keeps the history)"},
     {.name = "mt-transcript", .value_name = "FILE",
      .help = "multi-turn: write one JSON line per turn (prompt, answer, usage) to FILE"},
     {.name = "max-concurrency", .kind = FlagKind::kInt, .value_name = "C", .help = "requests in flight at most",
@@ -188,15 +189,16 @@ Status parse_dataset_flags(const CliArgs& flags, BenchServeOptions& o) {
                       t = read_int(flags, "mt-num-turns", err), in = read_int(flags, "mt-input-len", err),
                       out = read_int(flags, "mt-output-len", err);
             HICHAT_RETURN_IF_ERROR(err);
-            // The place for `responses` (previous_response_id): see MultiTurnMode.
-            if (flags.get("mt-mode") != "completions")
-                return invalid_argument("--mt-mode must be completions (the only mode today), got '" +
-                                        flags.get("mt-mode") + "'");
+            const std::string mode = flags.get("mt-mode");
+            if (mode != "completions" && mode != "responses")
+                return invalid_argument("--mt-mode must be completions or responses, got '" + mode + "'");
+            o.multi_turn_mode = mode == "responses" ? MultiTurnMode::kResponses : MultiTurnMode::kCompletions;
             o.multi_turn = {
                 .num_conversations = c, .num_turns = t, .input_len = in, .output_len = out, .seed = s.seed};
             o.transcript_file = flags.get("mt-transcript");
             s.num_prompts = c * t, s.input_len = 0, s.output_len = out;
-            s.dataset_params = {{"mt_num_conversations", c},
+            s.dataset_params = {{"mt_responses_mode", mode == "responses" ? 1 : 0},
+                                {"mt_num_conversations", c},
                                 {"mt_num_turns", t},
                                 {"mt_input_len", in},
                                 {"mt_output_len", out}};
@@ -262,6 +264,13 @@ std::vector<LoadRequest> build_requests(const BenchServeOptions& o) {
     return requests;
 }
 
+// The target with its endpoint replaced by /v1/responses (kept after the URL's own path prefix).
+HttpTarget responses_target(HttpTarget target) {
+    const size_t v1 = target.path.rfind("/v1/");
+    target.path = (v1 == std::string::npos ? std::string() : target.path.substr(0, v1)) + "/v1/responses";
+    return target;
+}
+
 // The multi-turn dataset's next request, built once the previous turn's answer is in.
 LoadRequest multi_turn_request(const BenchServeOptions& o, MultiTurnDataset& dataset, int conversation,
                                int turn, const std::vector<RequestOutcome>& earlier) {
@@ -274,6 +283,18 @@ LoadRequest multi_turn_request(const BenchServeOptions& o, MultiTurnDataset& dat
             return {.http_bytes = http_post(o.target, o.api_key, completion_text_body(params, prompt)),
                     .num_prompt_tokens = 0,
                     .keep_text = true};
+        }
+        case MultiTurnMode::kResponses: {
+            const std::string& answer = turn == 0 ? std::string() : earlier.back().output_text;
+            dataset.build_prompt(conversation, turn, answer);  // the history as text, for the transcript
+            const std::string previous = turn == 0 ? std::string() : earlier.back().response_id;
+            const CompletionParams params{.model = o.settings.model,
+                                          .num_output_tokens = o.multi_turn.output_len};
+            const std::string body = responses_body(params, dataset.user_message(conversation, turn), previous);
+            return {.http_bytes = http_post(responses_target(o.target), o.api_key, body),
+                    .num_prompt_tokens = 0,
+                    .keep_text = true,
+                    .responses_events = true};
         }
     }
     return {};
@@ -297,7 +318,12 @@ Status run_test_request(const BenchServeOptions& o, const std::vector<LoadReques
             break;
         }
         case Dataset::kMultiTurn:
-            probe.http_bytes = http_post(o.target, o.api_key, completion_text_body(params, " test"));
+            if (o.multi_turn_mode == MultiTurnMode::kResponses) {
+                probe.http_bytes = http_post(responses_target(o.target), o.api_key, responses_body(params, " test", ""));
+                probe.responses_events = true;
+            } else {
+                probe.http_bytes = http_post(o.target, o.api_key, completion_text_body(params, " test"));
+            }
             break;
     }
     auto load = run_load({.target = o.target, .max_concurrency = 1}, {probe}, {0.0});
@@ -413,7 +439,8 @@ const Command& bench_serve_command() {
             "Datasets: random (prompts of random token ids, exact lengths, no client tokenizer);\n"
             "shared-prefix (SGLang's generated-shared-prefix: groups of token-id prompts that share a\n"
             "system prompt, shuffled); multi-turn (conversations whose every turn resends the history\n"
-            "as a text prompt once the previous answer arrived; TTFT by turn). The cached share is\n"
+            "as a text prompt once the previous answer arrived, or chains /v1/responses by\n"
+            "previous_response_id with --mt-mode responses; TTFT by turn). The cached share is\n"
             "usage.prompt_tokens_details.cached_tokens over prompt tokens (n/a if not reported).\n"
             "One untimed test request first. Prints a table, then one JSON line (HICHAT_COMMIT from the\n"
             "environment goes into it). Exit 0: at least one request succeeded; 1: none did; 2: bad\n"

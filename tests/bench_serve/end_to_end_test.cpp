@@ -267,9 +267,38 @@ TEST_F(BenchServeEndToEnd, FlagsOfAnotherDatasetAreRefused) {
     const RunResult r = bench("--model tiny --api-key sk-bench --dataset multi-turn --input-len 4");
     EXPECT_EQ(r.exit_code, 2);
     EXPECT_NE(r.err.find("--input-len does not apply to --dataset multi-turn"), std::string::npos) << r.err;
-    const RunResult mode = bench("--model tiny --api-key sk-bench --dataset multi-turn --mt-mode responses");
+    const RunResult mode = bench("--model tiny --api-key sk-bench --dataset multi-turn --mt-mode chat");
     EXPECT_EQ(mode.exit_code, 2);
-    EXPECT_NE(mode.err.find("--mt-mode must be completions"), std::string::npos) << mode.err;
+    EXPECT_NE(mode.err.find("--mt-mode must be completions or responses"), std::string::npos) << mode.err;
+}
+
+// --mt-mode responses: each turn is POST /v1/responses with the new message and the previous turn's
+// response id; the server keeps the history, so the prompt it counts grows by each turn and the
+// earlier turns come from the prefix cache.
+TEST_F(BenchServeEndToEnd, MultiTurnByPreviousResponseId) {
+    const fs::path transcript = *dir_ / "transcript_responses.jsonl";
+    const RunResult r = bench(
+        "--model tiny --api-key sk-bench --dataset multi-turn --mt-mode responses --mt-num-conversations 2 "
+        "--mt-num-turns 3 --mt-input-len 24 --mt-output-len 6 --max-concurrency 2 --seed 3 --mt-transcript " +
+        transcript.string());
+    ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+    const auto j = json_line(r.out);
+    EXPECT_EQ(j["completed"], 6) << r.err;
+    EXPECT_EQ(j["mt_responses_mode"], 1);
+    std::vector<nlohmann::json> lines;
+    std::istringstream in(slurp(transcript));
+    for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+    ASSERT_EQ(lines.size(), 6u);
+    for (int c = 0; c < 2; ++c) {
+        for (int t = 1; t < 3; ++t) {
+            const auto& now = lines[static_cast<size_t>(c * 3 + t)];
+            const auto& before = lines[static_cast<size_t>(c * 3 + t - 1)];
+            ASSERT_TRUE(now["success"].get<bool>());
+            EXPECT_GT(now["prompt_tokens"].get<int>(), before["prompt_tokens"].get<int>() + 24)
+                << "the server's prompt holds the previous turn, its answer and the new message";
+            EXPECT_GT(now["cached_tokens"].get<int>(), 0) << "conversation " << c << " turn " << t;
+        }
+    }
 }
 
 TEST_F(BenchServeEndToEnd, WrongKeyStopsAtTheTestRequest) {

@@ -246,3 +246,48 @@ TEST(StreamRecorder, ReadsFieldsAsTheParsedDocumentHasThem) {
 
 }  // namespace
 }  // namespace hichat::tools::bench
+
+namespace hichat::tools::bench {
+namespace {
+
+std::string responses_event(const std::string& type, const std::string& rest) {
+    return R"({"type":")" + type + R"(","sequence_number":1)" + rest + "}";
+}
+
+TEST(StreamRecorder, ReadsAResponsesApiStream) {
+    StreamRecorder r(/*start_s=*/1.0, /*num_prompt_tokens=*/0, /*keep_text=*/true, /*responses_events=*/true);
+    r.on_event(responses_event("response.created", R"(,"response":{"id":"resp_1","status":"in_progress"})"), 1.1);
+    r.on_event(responses_event("response.output_item.added", R"(,"item":{"type":"message"})"), 1.1);
+    r.on_event(responses_event("response.output_text.delta", R"(,"delta":"Hel")"), 1.5);  // TTFT 0.5
+    r.on_event(responses_event("response.output_text.delta", R"(,"delta":"lo")"), 1.75);
+    r.on_event(responses_event("response.output_text.done", R"(,"text":"Hello")"), 1.75);
+    r.on_event(responses_event("response.incomplete",
+                               R"(,"response":{"id":"resp_1","usage":{"input_tokens":40,"output_tokens":2,)"
+                               R"("input_tokens_details":{"cached_tokens":32}}})"),
+               1.8);
+    const RequestOutcome o = r.finish("");
+    ASSERT_TRUE(o.success) << o.error;
+    EXPECT_EQ(o.response_id, "resp_1");
+    EXPECT_EQ(o.output_text, "Hello");
+    EXPECT_DOUBLE_EQ(o.ttft_s, 0.5);
+    EXPECT_DOUBLE_EQ(o.latency_s, 0.75);
+    ASSERT_EQ(o.itl_s.size(), 1u);
+    EXPECT_EQ(o.num_output_tokens, 2);
+    EXPECT_EQ(o.num_usage_prompt_tokens, 40);
+    EXPECT_EQ(o.num_cached_prompt_tokens, 32);
+}
+
+TEST(StreamRecorder, AResponsesStreamWithoutItsEndOrWithAFailureFails) {
+    StreamRecorder cut(0, 0, false, true);
+    cut.on_event(responses_event("response.output_text.delta", R"(,"delta":"a")"), 0.1);
+    EXPECT_FALSE(cut.finish("").success) << "no response.completed";
+    StreamRecorder failed(0, 0, false, true);
+    failed.on_event(responses_event("response.output_text.delta", R"(,"delta":"a")"), 0.1);
+    failed.on_event(responses_event("response.failed", R"(,"response":{"id":"resp_2"})"), 0.2);
+    const RequestOutcome o = failed.finish("");
+    EXPECT_FALSE(o.success);
+    EXPECT_NE(o.error.find("response.failed"), std::string::npos) << o.error;
+}
+
+}  // namespace
+}  // namespace hichat::tools::bench

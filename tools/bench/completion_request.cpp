@@ -30,6 +30,17 @@ std::string completion_text_body(const CompletionParams& params, const std::stri
     return body_with_prompt(params, prompt_text);
 }
 
+std::string responses_body(const CompletionParams& params, const std::string& input,
+                           const std::string& previous_response_id) {
+    nlohmann::json body = {{"model", params.model},
+                           {"input", input},
+                           {"max_output_tokens", params.num_output_tokens},
+                           {"temperature", 0},
+                           {"stream", true}};
+    if (!previous_response_id.empty()) body["previous_response_id"] = previous_response_id;
+    return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 std::string http_post(const HttpTarget& target, const std::string& api_key, const std::string& body) {
     std::string out = "POST " + target.path + " HTTP/1.1\r\nHost: " + target.host_header +
                       "\r\nUser-Agent: hichat-bench\r\nAccept: text/event-stream\r\n"

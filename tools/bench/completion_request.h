@@ -21,6 +21,11 @@ std::string completion_body(const CompletionParams& params, const std::vector<in
 // The same body with a text prompt (the multi-turn dataset's history); the server tokenizes it.
 std::string completion_text_body(const CompletionParams& params, const std::string& prompt_text);
 
+// A streamed POST /v1/responses body: {"model", "input": text, "max_output_tokens", "temperature": 0,
+// "stream": true, "previous_response_id" (when not empty)}.
+std::string responses_body(const CompletionParams& params, const std::string& input,
+                           const std::string& previous_response_id);
+
 // The full HTTP/1.1 POST (keep-alive, JSON body, bearer token when `api_key` is not empty).
 std::string http_post(const HttpTarget& target, const std::string& api_key, const std::string& body);
 

@@ -25,7 +25,7 @@ LaneConnection::LaneConnection(asio::any_io_executor executor, const tcp::resolv
     : socket_(std::move(executor)), endpoints_(endpoints), now_s_(now_s) {}
 
 asio::awaitable<RequestOutcome> LaneConnection::run(const LoadRequest& request) {
-    StreamRecorder recorder(now_s_(), request.num_prompt_tokens, request.keep_text);
+    StreamRecorder recorder(now_s_(), request.num_prompt_tokens, request.keep_text, request.responses_events);
     for (int attempt = 0;; ++attempt) {
         error_code ec;
         const bool reused = socket_.is_open();

@@ -18,6 +18,7 @@ struct LoadRequest {
     std::string http_bytes;     // the full HTTP request (http_post())
     int num_prompt_tokens = 0;  // as sent; 0 for a text prompt (its length is the server's count)
     bool keep_text = false;     // keep the streamed text in RequestOutcome::output_text
+    bool responses_events = false;  // the stream is the Responses API's (POST /v1/responses), not choices chunks
 };
 
 struct LoadConfig {

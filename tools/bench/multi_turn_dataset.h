@@ -18,12 +18,13 @@
 
 namespace hichat::tools::bench {
 
-// How a turn carries the conversation so far. Only kCompletions exists today.
-//   kCompletions: POST /v1/completions, prompt = the whole history as text (this file).
-// A kResponses mode (POST /v1/responses with previous_response_id, the server keeping the history)
-// would add a value here, a request builder next to multi_turn_request() in bench_serve_command.cpp,
-// and the response id in RequestOutcome; the dataset's user messages stay as they are.
-enum class MultiTurnMode { kCompletions };
+// How a turn carries the conversation so far:
+//   kCompletions: POST /v1/completions, prompt = the whole history as text (this file);
+//   kResponses: POST /v1/responses with the new user message as input and the previous turn's
+//     previous_response_id: the server keeps the history (as token ids, so every turn extends the last
+//     one's tokens exactly). max_output_tokens is the turn's length; there is no ignore_eos, so a
+//     model may end a turn early at an end-of-sequence token.
+enum class MultiTurnMode { kCompletions, kResponses };
 
 struct MultiTurnConfig {
     int num_conversations = 16;

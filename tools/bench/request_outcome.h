@@ -9,7 +9,8 @@
 namespace hichat::tools::bench {
 
 struct RequestOutcome {
-    bool success = false;               // HTTP 200, at least one `choices` chunk, no error event
+    bool success = false;               // HTTP 200, at least one `choices` chunk (Responses API: one
+                                        // output_text delta and response.completed), no error event
     std::string error;                  // why not, when !success
     double start_s = 0;                 // when a free lane took it up after its arrival time (so connect
                                         // time counts, as in vLLM's client; client queueing does not)
@@ -22,6 +23,8 @@ struct RequestOutcome {
     int num_token_chunks = 0;           // `choices` chunks that carry a token (see StreamRecorder)
     int num_cached_prompt_tokens = -1;  // usage.prompt_tokens_details.cached_tokens; -1: not reported
     std::string output_text;            // the streamed text, joined; only when the request asked for it
+    std::string response_id;            // Responses API streams: the response's id (the next turn's
+                                        // previous_response_id)
 };
 
 }  // namespace hichat::tools::bench

@@ -204,7 +204,8 @@ private:
 
 }  // namespace
 
-StreamRecorder::StreamRecorder(double start_s, int num_prompt_tokens, bool keep_text) : keep_text_(keep_text) {
+StreamRecorder::StreamRecorder(double start_s, int num_prompt_tokens, bool keep_text, bool responses_events)
+    : keep_text_(keep_text), responses_events_(responses_events) {
     out_.start_s = start_s;
     out_.num_prompt_tokens = num_prompt_tokens;
 }
@@ -221,6 +222,7 @@ void StreamRecorder::on_event(std::string_view data, double now_s) {
         saw_done_ = true;
         return;
     }
+    if (responses_events_) return on_responses_event(data, now_s);
     EventFields f;
     EventFieldsReader reader(f);
     if (!Json::sax_parse(data.begin(), data.end(), &reader) || !f.is_object) {
@@ -246,8 +248,45 @@ void StreamRecorder::on_event(std::string_view data, double now_s) {
     }
 }
 
+// A few hundred events per turn: parsed whole (the choices path above is the one that must be cheap).
+void StreamRecorder::on_responses_event(std::string_view data, double now_s) {
+    const Json j = Json::parse(data.begin(), data.end(), nullptr, /*allow_exceptions=*/false);
+    if (!j.is_object() || !j.contains("type") || !j["type"].is_string()) {
+        out_.error = "SSE event is not a Responses API event: " + std::string(data.substr(0, 120));
+        return;
+    }
+    const std::string type = j["type"].get<std::string>();
+    auto id_of = [&] {
+        const Json& r = j.value("response", Json::object());
+        if (r.is_object() && r.contains("id") && r["id"].is_string()) out_.response_id = r["id"].get<std::string>();
+    };
+    if (type == "response.output_text.delta") {
+        if (!saw_choices_) out_.ttft_s = now_s - out_.start_s;
+        saw_choices_ = true;
+        out_.latency_s = now_s - out_.start_s;
+        on_token_chunk(now_s);
+        if (keep_text_ && j.contains("delta") && j["delta"].is_string()) out_.output_text += j["delta"].get<std::string>();
+    } else if (type == "response.created") {
+        id_of();
+    } else if (type == "response.completed" || type == "response.incomplete") {  // incomplete: max_output_tokens
+        id_of();
+        saw_completed_ = true;
+        const Json usage = j["response"].value("usage", Json::object());
+        if (usage.contains("input_tokens") && usage["input_tokens"].is_number_integer())
+            out_.num_usage_prompt_tokens = usage["input_tokens"].get<int>();
+        if (usage.contains("output_tokens") && usage["output_tokens"].is_number_integer())
+            num_usage_tokens_ = usage["output_tokens"].get<int>();
+        const Json details = usage.value("input_tokens_details", Json::object());
+        if (details.is_object() && details.contains("cached_tokens") && details["cached_tokens"].is_number_integer())
+            out_.num_cached_prompt_tokens = details["cached_tokens"].get<int>();
+    } else if (type == "response.failed" || type == "error") {
+        out_.error = type + " event: " + std::string(data.substr(0, 200));
+    }
+}
+
 RequestOutcome StreamRecorder::finish(const std::string& transport_error) {
     if (out_.error.empty() && !transport_error.empty()) out_.error = transport_error;
+    if (out_.error.empty() && responses_events_ && !saw_completed_) out_.error = "the stream ended without response.completed or response.incomplete";
     if (out_.error.empty() && !saw_choices_) out_.error = "the stream carried no choices chunk";
     out_.success = out_.error.empty();
     out_.num_output_tokens = num_usage_tokens_ >= 0 ? num_usage_tokens_ : out_.num_token_chunks;
