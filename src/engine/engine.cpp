@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "base/check.h"
 #include "engine/engine_impl.h"
@@ -69,16 +70,21 @@ void Engine::Impl::sync_step() {
     publish_stats();
 }
 
+// Logprobs are computed where the ids are picked: by the runner for device-sampled rows, here from the
+// host logits otherwise (commit), so an all-greedy step that wants them leaves the argmax shortcut.
 void Engine::Impl::run_forward(const scheduler::StepPlan& plan, const executor::ForwardBatch& batch) {
     auto seq_of = [&](const scheduler::ScheduledChunk& c) -> Sequence& { return *by_id_.at(c.seq->id); };
     const bool all_greedy = std::all_of(plan.chunks.begin(), plan.chunks.end(), [&](const auto& c) {
         return seq_of(c).request.sampling.is_plain_greedy();
     });
-    const bool on_device = !all_greedy && runner_->samples_on_device() &&
+    const bool logprobs = std::any_of(plan.chunks.begin(), plan.chunks.end(), [&](const auto& c) {
+        return c.samples() && seq_of(c).request.num_logprobs >= 0;
+    });
+    const bool on_device = (!all_greedy || logprobs) && runner_->samples_on_device() &&
                            std::all_of(plan.chunks.begin(), plan.chunks.end(),
                                        [&](const auto& c) { return seq_of(c).sampler.device_samplable(); });
-    ids_step_ = all_greedy || on_device;
-    if (all_greedy) return runner_->forward_argmax(batch, step_ids_);
+    ids_step_ = (all_greedy && !logprobs) || on_device;
+    if (all_greedy && !logprobs) return runner_->forward_argmax(batch, step_ids_);
     if (!on_device) return runner_->forward(batch, logits_);
     fill_row_sampling(plan);
     runner_->forward_sample(batch, rows_, step_ids_);
@@ -91,15 +97,17 @@ void Engine::Impl::fill_row_sampling(const scheduler::StepPlan& plan) {
     for (const auto& c : plan.chunks) {
         Sequence& seq = *by_id_.at(c.seq->id);
         const sampling::SamplingParams& p = seq.request.sampling;
+        const int num_logprobs = c.samples() ? seq.request.num_logprobs : -1;
         if (!c.samples() || p.is_greedy()) {
-            rows_.push_back({});
+            rows_.push_back({.num_logprobs = num_logprobs});
             continue;
         }
         rows_.push_back({.temperature = p.temperature,
                          .top_k = p.top_k,
                          .top_p = p.top_p,
                          .min_p = p.min_p,
-                         .u = std::min(static_cast<float>(seq.sampler.next_unit()), 0x1.fffffep-1f)});
+                         .u = std::min(static_cast<float>(seq.sampler.next_unit()), 0x1.fffffep-1f),
+                         .num_logprobs = num_logprobs});
     }
 }
 
@@ -161,19 +169,24 @@ void Engine::Impl::commit(const scheduler::StepPlan& plan) {
         seq.state.num_tokens_cached += chunk.num_tokens;
         if (!samples || seq.state.status == scheduler::SeqStatus::kFinished) continue;
         int32_t token = 0;
+        std::optional<sampling::TokenLogprobs> logprobs;
+        const int num_logprobs = seq.request.num_logprobs;
         if (ids_step_) {
             token = step_ids_[i];
+            if (num_logprobs >= 0) logprobs = runner_->step_logprobs()[i];
         } else {
             std::span<float> row(logits_.data() + i * vocab, vocab);
+            if (num_logprobs >= 0) logprob_row_.assign(row.begin(), row.end());  // the sampler changes row
             token = seq.sampler.sample(row, seq.request.prompt, seq.generated());
+            if (num_logprobs >= 0) logprobs = sampling::compute_logprobs(logprob_row_, token, num_logprobs);
         }
         seq.tokens.push_back(token);
         seq.state.num_tokens++;
-        on_token(seq, token);
+        on_token(seq, token, logprobs ? &*logprobs : nullptr);
     }
 }
 
-void Engine::Impl::on_token(Sequence& seq, int32_t token) {
+void Engine::Impl::on_token(Sequence& seq, int32_t token, const sampling::TokenLogprobs* logprobs) {
     const int at = seq.num_tokens_known;
     CHECK_LT(at, static_cast<int>(seq.tokens.size())) << "sequence " << seq.state.id;
     if (seq.first_token_time == Clock::time_point{}) seq.first_token_time = Clock::now();
@@ -196,14 +209,20 @@ void Engine::Impl::on_token(Sequence& seq, int32_t token) {
     } else if (seq.num_generated_tokens() >= seq.request.max_tokens || seq.num_tokens_known >= max_context_tokens()) {
         reason = FinishReason::kLength;
     }
-    if (reason == FinishReason::kNone) return emit(seq, {token}, std::move(text), FinishReason::kNone);
+    std::vector<sampling::TokenLogprobs> token_logprobs;
+    if (logprobs != nullptr) token_logprobs.push_back(*logprobs);
+    if (reason == FinishReason::kNone) {
+        return emit(seq, {token}, std::move(text), FinishReason::kNone, std::move(token_logprobs));
+    }
     seq.truncate(seq.num_tokens_known);  // placeholders of a step in flight: its row is ignored
-    finish(seq, reason, {token}, std::move(text));
+    finish(seq, reason, {token}, std::move(text), std::move(token_logprobs));
 }
 
-void Engine::Impl::emit(Sequence& seq, std::vector<int32_t> token_ids, std::string text, FinishReason finish) {
+void Engine::Impl::emit(Sequence& seq, std::vector<int32_t> token_ids, std::string text, FinishReason finish,
+                        std::vector<sampling::TokenLogprobs> logprobs) {
     TokenEvent ev;
     ev.token_ids = std::move(token_ids);
+    ev.logprobs = std::move(logprobs);
     ev.text = std::move(text);
     ev.finish = finish;
     ev.num_prompt_tokens = seq.num_prompt_tokens();
@@ -217,7 +236,8 @@ void Engine::Impl::emit(Sequence& seq, std::vector<int32_t> token_ids, std::stri
 
 // Ends a sequence: natural ends (stop token, length) flush the held-back text through the matchers,
 // which may still find a stop string or a filtered phrase in it.
-void Engine::Impl::finish(Sequence& seq, FinishReason reason, std::vector<int32_t> token_ids, std::string text) {
+void Engine::Impl::finish(Sequence& seq, FinishReason reason, std::vector<int32_t> token_ids, std::string text,
+                          std::vector<sampling::TokenLogprobs> logprobs) {
     if (seq.state.status == scheduler::SeqStatus::kFinished) return;
     if (reason == FinishReason::kStop || reason == FinishReason::kLength) {
         bool stopped = false, filtered = false;
@@ -230,7 +250,7 @@ void Engine::Impl::finish(Sequence& seq, FinishReason reason, std::vector<int32_
         else if (stopped) reason = FinishReason::kStop;
     }
     scheduler_.release(seq.state);
-    emit(seq, std::move(token_ids), std::move(text), reason);
+    emit(seq, std::move(token_ids), std::move(text), reason, std::move(logprobs));
 }
 
 void Engine::Impl::remove_finished() {

@@ -90,9 +90,12 @@ private:
 
     // Processes the sequence's next token, whose slot (a placeholder, or the token itself) is
     // tokens[num_tokens_known]: stop ids, detokenizer, matchers, limits, then an event.
-    void on_token(Sequence& seq, int32_t token);
-    void emit(Sequence& seq, std::vector<int32_t> token_ids, std::string text, FinishReason finish);
-    void finish(Sequence& seq, FinishReason reason, std::vector<int32_t> token_ids, std::string text);
+    // `logprobs`: the token's, when the request asked for them (else null).
+    void on_token(Sequence& seq, int32_t token, const sampling::TokenLogprobs* logprobs);
+    void emit(Sequence& seq, std::vector<int32_t> token_ids, std::string text, FinishReason finish,
+              std::vector<sampling::TokenLogprobs> logprobs = {});
+    void finish(Sequence& seq, FinishReason reason, std::vector<int32_t> token_ids, std::string text,
+                std::vector<sampling::TokenLogprobs> logprobs = {});
     void remove_finished();
     void publish_stats();
 
@@ -113,6 +116,7 @@ private:
     std::vector<float> logits_;                 // [rows, vocab] of the last step, unless ids_step_
     std::vector<int32_t> step_ids_;             // [rows] chosen by the runner when ids_step_
     std::vector<executor::RowSampling> rows_;   // [rows] device sampling parameters (scratch)
+    std::vector<float> logprob_row_;            // a host logits row kept from the sampler (scratch)
     bool ids_step_ = false;
     std::deque<InflightStep> inflight_;         // submitted, not collected; at most 2, oldest first
     int64_t num_submitted_ = 0;                 // pipelined steps submitted (the next step_no)

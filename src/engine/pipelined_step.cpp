@@ -70,13 +70,16 @@ void Engine::Impl::collect_step() {
     const InflightStep step = std::move(inflight_.front());
     inflight_.pop_front();
     runner_->collect(step_ids_);
+    const std::span<const sampling::TokenLogprobs> logprobs = runner_->step_logprobs();
     for (const InflightStep::SampledRow& r : step.rows) {
         CHECK_LT(static_cast<size_t>(r.row), step_ids_.size()) << "step " << step.step_no;
         auto it = by_id_.find(r.seq_id);
         if (it == by_id_.end() || it->second->state.status == scheduler::SeqStatus::kFinished) continue;
         Sequence& seq = *it->second;
         CHECK_EQ(r.token_index, seq.num_tokens_known) << "sequence " << seq.state.id << ", step " << step.step_no;
-        on_token(seq, step_ids_[static_cast<size_t>(r.row)]);
+        const bool wants = seq.request.num_logprobs >= 0;
+        CHECK(!wants || static_cast<size_t>(r.row) < logprobs.size()) << "step " << step.step_no << ": no logprobs";
+        on_token(seq, step_ids_[static_cast<size_t>(r.row)], wants ? &logprobs[static_cast<size_t>(r.row)] : nullptr);
     }
 }
 

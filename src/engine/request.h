@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sampling/logprobs.h"
 #include "sampling/sampling_params.h"
 
 namespace hichat::engine {
@@ -39,6 +40,8 @@ struct TokenEvent {
     int num_generated_tokens = 0;    // so far, including token_ids
     int num_cached_tokens = 0;       // prompt tokens whose KV came from the prefix cache (first admission)
     double ttft_ms = 0;              // arrival to first token; set once a token exists
+    // [token_ids.size()] when the request asked for logprobs (Request::num_logprobs >= 0), else empty.
+    std::vector<sampling::TokenLogprobs> logprobs;
 };
 
 // Receives one request's events. Called on the engine thread only: implementations must not block
@@ -62,6 +65,9 @@ struct Request {
     // Prefix-cache scope: requests share cached KV blocks only when their salts are equal. Set by the
     // server from the API key's id, never from a client field; empty when no keys are configured.
     std::string cache_salt;
+    // >= 0: each generated token's logprobs (sampling/logprobs.h: the raw distribution) with this many
+    // of the most likely tokens (at most sampling::kMaxTopLogprobs); -1: none.
+    int num_logprobs = -1;
     std::shared_ptr<TokenSink> sink;
 };
 

@@ -37,6 +37,7 @@ T* ptr(const cuda::DeviceBuffer& b) {
 
 constexpr size_t kSampleWords = sizeof(cuda::SampleRowParams) / sizeof(int32_t);
 static_assert(sizeof(cuda::SampleRowParams) % sizeof(int32_t) == 0);
+static_assert(cuda::kMaxTopLogprobsDevice == sampling::kMaxTopLogprobs);
 
 // One step's int32 metadata, packed in this order and copied to the device in one transfer. The
 // offsets depend only on the counts, so a captured decode graph (fixed counts) always finds its data
@@ -96,7 +97,7 @@ struct CudaRunner::Impl {
     cuda::DeviceBuffer kv;        // [layers][2][(num_blocks + 1) * block_size * kv_width] bf16
     cuda::DeviceBuffer inv_freq;  // [head_dim / 2] fp32
     cuda::DeviceBuffer x, h, qkv, q, attn, gate_up, act, rows, row_norm, logits, ids, meta, attn_workspace,
-        sample_workspace;
+        sample_workspace, logprobs;   // logprobs: [max tokens per step] cuda::RowLogprobsOut
     size_t attn_workspace_bytes = 0;
     cuda::PinnedBuffer host_logits;
     cuda::PinnedBuffer host_kv;   // [num_host_blocks][layers][2][block_size * kv_width] bf16
@@ -104,15 +105,17 @@ struct CudaRunner::Impl {
     // Submitted steps, two at most in flight, take the two slots in turn: each has its own pinned
     // metadata (written while the other step runs) and ids, and an event after the ids' copy.
     struct Slot {
-        cuda::PinnedBuffer meta, ids;
+        cuda::PinnedBuffer meta, ids, logprobs;
         cuda::CudaEvent done;
         int num_rows = 0;
+        bool has_logprobs = false;   // the step computed row logprobs (some row asked)
     };
     std::array<Slot, 2> slots;
     int next_slot = 0, num_outstanding = 0;
     int last_submitted_rows = 0;  // logit rows of the last submitted step: what placeholders index
     std::map<GraphKey, cuda::CudaGraph> graphs;
     std::set<GraphKey> warmed;    // keys run once eagerly (plans made, kernels loaded), ready to capture
+    std::vector<sampling::TokenLogprobs> collected_logprobs;   // of the last collected step
 
     Impl(const model::Checkpoint& ckpt, const CudaRunnerConfig& c, CudaWeights w)
         : cfg(ckpt.config()),
@@ -143,6 +146,8 @@ struct CudaRunner::Impl {
     // The ids of logit rows [begin, begin + n) (sampled by the step's parameters, or argmax) into the
     // device ids at `begin`.
     void enqueue_pick(int begin, int n, bool sampled);
+    // The logprobs of logit rows [begin, begin + n), whose logits are in `logits` and ids in `ids`.
+    void enqueue_logprobs(int begin, int n, int num_top);
     void run_layer(int layer, const cuda::AttentionMetadata& m, int num_tokens);
     void enqueue_decode_graph(const GraphKey& key, const cuda::AttentionMetadata& m);
     void copy_kv_blocks(std::span<const kv::BlockCopy> copies);
@@ -185,6 +190,7 @@ Status CudaRunner::Impl::allocate() {
     HICHAT_RETURN_IF_ERROR(alloc(row_norm, static_cast<size_t>(max_logit_rows) * cfg.hidden_size * 2));
     HICHAT_RETURN_IF_ERROR(alloc(logits, static_cast<size_t>(max_logit_rows) * cfg.vocab_size * 4));
     HICHAT_RETURN_IF_ERROR(alloc(ids, t * 4));   // a step's ids, any number of logit rows
+    HICHAT_RETURN_IF_ERROR(alloc(logprobs, t * sizeof(cuda::RowLogprobsOut)));
     const size_t sample_bytes = cuda::sample_rows_workspace_bytes(max_logit_rows, cfg.vocab_size);
     if (sample_bytes > 0) HICHAT_RETURN_IF_ERROR(alloc(sample_workspace, sample_bytes));
     HICHAT_RETURN_IF_ERROR(alloc(meta, meta_ints * 4));
@@ -204,6 +210,7 @@ Status CudaRunner::Impl::allocate() {
     for (Slot& slot : slots) {
         HICHAT_RETURN_IF_ERROR(pinned(slot.meta, meta_ints * 4));
         HICHAT_RETURN_IF_ERROR(pinned(slot.ids, t * 4));
+        HICHAT_RETURN_IF_ERROR(pinned(slot.logprobs, t * sizeof(cuda::RowLogprobsOut)));
         auto event = cuda::CudaEvent::create();
         if (!event.ok()) return event.status();
         slot.done = std::move(event).value();
@@ -407,6 +414,11 @@ void CudaRunner::Impl::enqueue_pick(int begin, int n, bool sampled) {
     }
 }
 
+void CudaRunner::Impl::enqueue_logprobs(int begin, int n, int num_top) {
+    CUDA_CHECK(cuda::row_logprobs(ptr<float>(logits), n, cfg.vocab_size, ptr<int32_t>(ids) + begin, num_top,
+                                  ptr<cuda::RowLogprobsOut>(logprobs) + begin, stream));
+}
+
 // The first step of a key runs eagerly (cuBLASLt plans made, kernels loaded); the second captures the
 // graph; from then on a step is one graph launch.
 void CudaRunner::Impl::enqueue_decode_graph(const GraphKey& key, const cuda::AttentionMetadata& m) {
@@ -457,10 +469,13 @@ void CudaRunner::Impl::submit(const ForwardBatch& batch, std::span<const RowSamp
     const int num_rows = static_cast<int>(batch.num_logit_rows());
     CHECK_EQ(static_cast<int>(rows.size()), num_rows);
     const bool sampled = std::any_of(rows.begin(), rows.end(), [](const RowSampling& r) { return r.temperature > 0; });
+    int num_top = -1;   // the most top entries a row asks for; -1: no row wants logprobs
+    for (const RowSampling& r : rows) num_top = std::max(num_top, std::min(r.num_logprobs, cuda::kMaxTopLogprobsDevice));
     if (!sampled) rows = {};
     Slot& slot = slots[static_cast<size_t>(next_slot)];
     if (batch.seqs.empty()) {   // nothing to run; the slot still answers one collect()
         slot.num_rows = 0;
+        slot.has_logprobs = false;
         CUDA_CHECK(slot.done.record(stream));
         next_slot ^= 1;
         ++num_outstanding;
@@ -470,17 +485,25 @@ void CudaRunner::Impl::submit(const ForwardBatch& batch, std::span<const RowSamp
     cuda::AttentionMetadata m;
     upload_metadata(batch, key, rows, slot.meta, m);
     if (key) {
-        enqueue_decode_graph(*key, m);
+        enqueue_decode_graph(*key, m);   // every row's logits stay in `logits` (key.batch <= max_logit_rows)
+        if (num_top >= 0) enqueue_logprobs(0, num_rows, num_top);
     } else {
         enqueue_layers(m);
         for (int begin = 0; begin < num_rows; begin += max_logit_rows) {
             const int n = std::min(max_logit_rows, num_rows - begin);
             enqueue_lm_head(begin, n);
             enqueue_pick(begin, n, sampled);
+            if (num_top >= 0) enqueue_logprobs(begin, n, num_top);
         }
     }
     CUDA_CHECK(cudaMemcpyAsync(slot.ids.data(), ids.data(), static_cast<size_t>(num_rows) * 4, cudaMemcpyDeviceToHost,
                                stream));
+    slot.has_logprobs = num_top >= 0;
+    if (slot.has_logprobs) {
+        CUDA_CHECK(cudaMemcpyAsync(slot.logprobs.data(), logprobs.data(),
+                                   static_cast<size_t>(num_rows) * sizeof(cuda::RowLogprobsOut), cudaMemcpyDeviceToHost,
+                                   stream));
+    }
     CUDA_CHECK(slot.done.record(stream));
     slot.num_rows = num_rows;
     last_submitted_rows = num_rows;
@@ -494,6 +517,18 @@ void CudaRunner::Impl::collect(std::vector<int32_t>& out) {
     CUDA_CHECK(slot.done.synchronize());
     const auto* got = static_cast<const int32_t*>(slot.ids.data());
     out.assign(got, got + slot.num_rows);
+    collected_logprobs.clear();
+    if (slot.has_logprobs) {
+        const auto* rows = static_cast<const cuda::RowLogprobsOut*>(slot.logprobs.data());
+        collected_logprobs.resize(static_cast<size_t>(slot.num_rows));
+        for (int r = 0; r < slot.num_rows; ++r) {
+            sampling::TokenLogprobs& lp = collected_logprobs[static_cast<size_t>(r)];
+            lp.chosen = rows[r].chosen;
+            lp.num_top = rows[r].num_top;
+            std::copy_n(rows[r].top_ids, lp.num_top, lp.top_ids.begin());
+            std::copy_n(rows[r].top_logprobs, lp.num_top, lp.top_logprobs.begin());
+        }
+    }
     --num_outstanding;
 }
 
@@ -559,5 +594,6 @@ void CudaRunner::forward_sample(const ForwardBatch& batch, std::span<const RowSa
 }
 void CudaRunner::submit(const ForwardBatch& batch, std::span<const RowSampling> rows) { impl_->submit(batch, rows); }
 void CudaRunner::collect(std::vector<int32_t>& ids) { impl_->collect(ids); }
+std::span<const sampling::TokenLogprobs> CudaRunner::step_logprobs() const { return impl_->collected_logprobs; }
 
 }  // namespace hichat::executor

@@ -56,6 +56,8 @@ public:
     bool runs_async() const override { return true; }
     void submit(const ForwardBatch& batch, std::span<const RowSampling> rows) override;
     void collect(std::vector<int32_t>& ids) override;
+    // Computed on the device after the pick (cuda::row_logprobs), copied back with the ids.
+    std::span<const sampling::TokenLogprobs> step_logprobs() const override;
 
 private:
     struct Impl;

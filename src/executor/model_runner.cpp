@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/check.h"
+#include "sampling/sampler.h"
 
 namespace hichat::executor {
 
@@ -51,20 +52,37 @@ void ModelRunner::submit(const ForwardBatch& batch, std::span<const RowSampling>
     }
     const bool all_greedy =
         std::all_of(rows.begin(), rows.end(), [](const RowSampling& r) { return r.temperature <= 0.0f; });
+    const bool logprobs =
+        std::any_of(rows.begin(), rows.end(), [](const RowSampling& r) { return r.num_logprobs >= 0; });
     std::vector<int32_t> ids;
-    if (all_greedy) {
+    std::vector<sampling::TokenLogprobs> step_logprobs;
+    if (logprobs) {  // greedy here (a runner that samples on the device overrides submit): the logits are on the host
+        CHECK(all_greedy) << "default submit(): sampled rows with logprobs";
+        forward(resolved, argmax_logits_);
+        const auto vocab = static_cast<size_t>(model_config().vocab_size);
+        ids.resize(rows.size());
+        step_logprobs.resize(rows.size());
+        for (size_t r = 0; r < rows.size(); ++r) {
+            const std::span<const float> row(argmax_logits_.data() + r * vocab, vocab);
+            ids[r] = sampling::argmax(row);
+            if (rows[r].num_logprobs >= 0) step_logprobs[r] = sampling::compute_logprobs(row, ids[r], rows[r].num_logprobs);
+        }
+    } else if (all_greedy) {
         forward_argmax(resolved, ids);
     } else {
         forward_sample(resolved, rows, ids);
     }
     last_ids_ = ids;
     outstanding_.push_back(std::move(ids));
+    outstanding_logprobs_.push_back(std::move(step_logprobs));
 }
 
 void ModelRunner::collect(std::vector<int32_t>& ids) {
     CHECK(!outstanding_.empty()) << "collect() with no step outstanding";
     ids = std::move(outstanding_.front());
     outstanding_.erase(outstanding_.begin());
+    collected_logprobs_ = std::move(outstanding_logprobs_.front());
+    outstanding_logprobs_.erase(outstanding_logprobs_.begin());
 }
 
 }  // namespace hichat::executor

@@ -8,6 +8,7 @@
 #include "executor/forward_batch.h"
 #include "kv/block_copy.h"
 #include "model/model_config.h"
+#include "sampling/logprobs.h"
 
 namespace hichat::executor {
 
@@ -21,6 +22,7 @@ struct RowSampling {
     float top_p = 1.0f;
     float min_p = 0.0f;
     float u = 0.0f;
+    int num_logprobs = -1;  // >= 0: the row's sampling::TokenLogprobs, with this many top entries
 };
 
 class ModelRunner {
@@ -60,10 +62,17 @@ public:
     // Waits for the oldest outstanding step; ids: [its num_logit_rows()].
     virtual void collect(std::vector<int32_t>& ids);
 
+    // The logprobs of the step whose ids the last forward_sample() or collect() returned, computed where
+    // its ids were picked: [its num_logit_rows()] when a row's RowSampling asked (num_logprobs >= 0),
+    // meaningful for those rows only; empty when none asked.
+    virtual std::span<const sampling::TokenLogprobs> step_logprobs() const { return collected_logprobs_; }
+
 private:
     std::vector<float> argmax_logits_;  // scratch of the default forward_argmax
     std::vector<std::vector<int32_t>> outstanding_;  // default submit(): ids of the uncollected steps
     std::vector<int32_t> last_ids_;                  // default submit(): ids of the last submitted step
+    std::vector<std::vector<sampling::TokenLogprobs>> outstanding_logprobs_;  // default submit(), per step
+    std::vector<sampling::TokenLogprobs> collected_logprobs_;
 };
 
 }  // namespace hichat::executor

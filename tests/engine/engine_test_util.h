@@ -23,6 +23,7 @@ public:
     void on_event(TokenEvent ev) override {
         std::lock_guard<std::mutex> lock(mu_);
         tokens.insert(tokens.end(), ev.token_ids.begin(), ev.token_ids.end());
+        logprobs.insert(logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
         text += ev.text;
         ++num_events;
         if (ev.finish != FinishReason::kNone) {
@@ -38,6 +39,7 @@ public:
         return cv_.wait_for(lock, timeout, [&] { return done_; });
     }
     std::vector<int32_t> tokens;
+    std::vector<sampling::TokenLogprobs> logprobs;
     std::string text;
     FinishReason finish = FinishReason::kNone;
     int num_generated = 0, num_events = 0, num_cached = 0;

@@ -117,4 +117,18 @@ size_t sample_rows_workspace_bytes(int rows, int vocab);
 cudaError_t sample_rows(const float* logits, int rows, int vocab, const SampleRowParams* params, int32_t* out,
                         void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
+// The logprobs of rows whose tokens are chosen (sampling/logprobs.h has the rule): per row i of logits
+// [rows, vocab] fp32, out[i] = log_softmax of the row at chosen[i] (device, [rows]) and its num_top
+// (<= kMaxTopLogprobsDevice) largest entries, value descending, equal values by lower index. NaN logits
+// are skipped; a row with nothing above -inf gives -inf everywhere. The sum of exp is fp32.
+constexpr int kMaxTopLogprobsDevice = 20;
+struct RowLogprobsOut {
+    float chosen;
+    int32_t num_top;
+    int32_t top_ids[kMaxTopLogprobsDevice];
+    float top_logprobs[kMaxTopLogprobsDevice];
+};
+cudaError_t row_logprobs(const float* logits, int rows, int vocab, const int32_t* chosen, int num_top,
+                         RowLogprobsOut* out, cudaStream_t stream);
+
 }  // namespace hichat::cuda
