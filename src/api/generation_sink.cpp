@@ -45,7 +45,8 @@ std::optional<ApiError> finish_error(engine::FinishReason reason) {
 }
 
 GenerationSink::GenerationSink(std::shared_ptr<ResponseWriter> writer, ResponseIds ids, bool stream,
-                               bool include_usage, SinkContext context, AccessRecord record, QuotaLease lease)
+                               bool include_usage, SinkContext context, AccessRecord record, QuotaLease lease,
+                               std::optional<LogprobsJson> logprobs)
     : writer_(std::move(writer)),
       ids_(std::move(ids)),
       stream_(stream),
@@ -53,8 +54,22 @@ GenerationSink::GenerationSink(std::shared_ptr<ResponseWriter> writer, ResponseI
       context_(context),
       record_(std::move(record)),
       lease_(std::move(lease)),
-      arrival_(std::chrono::steady_clock::now()) {
+      arrival_(std::chrono::steady_clock::now()),
+      logprobs_(std::move(logprobs)) {
     if (stream_) delta_format_ = delta_chunk_format(ids_);
+    if (logprobs_) logprobs_body_ = empty_logprobs();
+}
+
+nlohmann::ordered_json GenerationSink::empty_logprobs() const {
+    return ids_.endpoint == Endpoint::kChatCompletions ? LogprobsJson::empty_chat() : LogprobsJson::empty_completion();
+}
+
+void GenerationSink::append_logprobs(const engine::TokenEvent& event, nlohmann::ordered_json& out) {
+    if (ids_.endpoint == Endpoint::kChatCompletions) {
+        logprobs_->append_chat(event.token_ids, event.logprobs, out["content"]);
+    } else {
+        logprobs_->append_completion(event.token_ids, event.logprobs, text_offset_, out);
+    }
 }
 
 void GenerationSink::on_event(engine::TokenEvent event) {
@@ -66,6 +81,7 @@ void GenerationSink::on_event(engine::TokenEvent event) {
         write_stream(event, error);
     } else {
         text_ += event.text;
+        if (logprobs_) append_logprobs(event, logprobs_body_);
     }
     if (last) finish(event, error);
 }
@@ -87,7 +103,12 @@ void GenerationSink::write_stream(const engine::TokenEvent& event, const std::op
     if (!writer_->response_started()) {
         writer_->start_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}, {"X-Request-Id", ids_.id}});
     }
-    if (!event.token_ids.empty() || !event.text.empty()) {
+    if (logprobs_ && !event.token_ids.empty()) {  // the slow path: the whole chunk built as JSON
+        nlohmann::ordered_json lp = empty_logprobs();
+        append_logprobs(event, lp);
+        writer_->write(delta_chunk_with_logprobs(ids_, event.text, first_chunk_, lp));
+        first_chunk_ = false;
+    } else if (!event.token_ids.empty() || !event.text.empty()) {
         writer_->write(delta_chunk(delta_format_, event.text, first_chunk_));
         first_chunk_ = false;
     }
@@ -119,7 +140,7 @@ void GenerationSink::finish(const engine::TokenEvent& event, const std::optional
         writer_->send(status, "application/json", error->to_json(), {{"X-Request-Id", ids_.id}});
     } else if (!stream_) {
         writer_->send(200, "application/json",
-                      completion_body(ids_, text_, reason, usage_of(event)),
+                      completion_body(ids_, text_, reason, usage_of(event), logprobs_ ? &logprobs_body_ : nullptr),
                       {{"X-Request-Id", ids_.id}});
     }
     account_finished_request(context_, event, arrival_, record_.key_id, lease_);

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "api/logprobs_json.h"
 #include "api/telemetry/access_record.h"
 #include "api/telemetry/metrics.h"
 #include "api/policy/quota_lease.h"
@@ -32,8 +33,10 @@ void account_finished_request(const SinkContext& context, const engine::TokenEve
 
 class GenerationSink final : public engine::TokenSink {
 public:
+    // `logprobs`: set when the request asked for them (each token event then carries its entries).
     GenerationSink(std::shared_ptr<ResponseWriter> writer, ResponseIds ids, bool stream, bool include_usage,
-                   SinkContext context, AccessRecord record, QuotaLease lease);
+                   SinkContext context, AccessRecord record, QuotaLease lease,
+                   std::optional<LogprobsJson> logprobs = std::nullopt);
 
     void on_event(engine::TokenEvent event) override;
 
@@ -42,6 +45,9 @@ private:
     void annotate_access(const engine::TokenEvent& event, const std::optional<ApiError>& error);  // on the writer
     void finish(const engine::TokenEvent& event, const std::optional<ApiError>& error);
     void observe_token_timing();
+    // Appends the event's token entries to `out` (the endpoint's logprobs object).
+    void append_logprobs(const engine::TokenEvent& event, nlohmann::ordered_json& out);
+    nlohmann::ordered_json empty_logprobs() const;
 
     std::shared_ptr<ResponseWriter> writer_;
     ResponseIds ids_;
@@ -54,6 +60,9 @@ private:
     std::optional<std::chrono::steady_clock::time_point> last_token_time_;
     bool first_chunk_ = true;
     std::string text_;  // non-streamed responses
+    std::optional<LogprobsJson> logprobs_;
+    nlohmann::ordered_json logprobs_body_;   // non-streamed responses: every token's entries
+    int64_t text_offset_ = 0;                // completions: code points of the tokens so far
 };
 
 // The OpenAI finish_reason ("stop", "length", "content_filter") of a request the engine finished; empty

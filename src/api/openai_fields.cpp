@@ -62,8 +62,8 @@ constexpr std::array kChatOnlyRules = std::to_array<FieldRule>({
     {"audio", kRefused, never, ""},
     {"function_call", kRefused, is_none_or_auto, "\"none\" or \"auto\""},
     {"functions", kRefused, is_empty_array, "[]"},
-    {"logprobs", kRefused, is_false, "false"},
-    {"top_logprobs", kRefused, is_zero, "0"},
+    {"logprobs", kImplemented},
+    {"top_logprobs", kImplemented},
     {"modalities", kRefused, is_text_only, "[\"text\"]"},
     {"prediction", kRefused, never, ""},
     {"reasoning_effort", kRefused, never, ""},
@@ -81,7 +81,7 @@ constexpr std::array kCompletionOnlyRules = std::to_array<FieldRule>({
     {"prompt", kImplemented},
     {"best_of", kRefused, is_one, "1"},
     {"echo", kRefused, is_false, "false"},
-    {"logprobs", kRefused, never, ""},  // an integer: even 0 asks for the sampled token's logprob
+    {"logprobs", kImplemented},  // an integer: even 0 asks for the sampled token's logprob
     {"suffix", kRefused, is_empty_string, "\"\""},
 });
 

@@ -237,6 +237,25 @@ void parse_sampling(Parser& p) {
     if (auto seed = p.integer_bits("seed", std::numeric_limits<int64_t>::min(), UINT64_MAX)) s.seed = *seed;
 }
 
+// Chat: `logprobs` (boolean) and `top_logprobs` (0-20; above 0 only with logprobs: true, as OpenAI
+// refuses it otherwise). Completions: `logprobs` (0-5; null is not asking). The engine lists at most
+// sampling::kMaxTopLogprobs (20) alternatives.
+void parse_logprobs(Parser& p) {
+    if (p.out.endpoint == Endpoint::kCompletions) {
+        int64_t k = -1;
+        p.integer("logprobs", k, 0, 5);
+        if (p.field("logprobs") != nullptr && !p.failed()) p.out.num_logprobs = static_cast<int>(k);
+        return;
+    }
+    bool logprobs = false;
+    p.boolean("logprobs", logprobs);
+    int64_t top = 0;
+    p.integer("top_logprobs", top, 0, 20);
+    if (p.failed()) return;
+    if (top > 0 && !logprobs) return p.fail("top_logprobs", "top_logprobs requires logprobs: true");
+    if (logprobs) p.out.num_logprobs = static_cast<int>(top);
+}
+
 void parse_limits_and_options(Parser& p) {
     int64_t max_tokens = -1;
     const char* max_name = p.field("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
@@ -351,6 +370,7 @@ std::optional<ApiError> parse_fields(Endpoint endpoint, const Json& json, Genera
     if (!p.failed()) parse_stop(p);
     if (!p.failed()) parse_sampling(p);
     if (!p.failed()) parse_limits_and_options(p);
+    if (!p.failed()) parse_logprobs(p);
     return p.error;
 }
 

@@ -32,6 +32,8 @@ struct GenerationRequest {
     bool ignore_eos = false;                          // vLLM extension, for benchmarks
     std::string user;
     int priority = 0;
+    // Chat logprobs: true with top_logprobs k (0-20); completions logprobs: k (0-5). -1: not asked.
+    int num_logprobs = -1;
     std::vector<std::string> ignored_fields;          // keys outside the OpenAI schema, as params ("messages[0].x")
 };
 

@@ -44,7 +44,7 @@ Json choice(const ResponseIds& ids, const Json& content_field, const Json& finis
 }  // namespace
 
 std::string completion_body(const ResponseIds& ids, const std::string& text, const std::string& finish_reason,
-                            const Usage& usage) {
+                            const Usage& usage, const Json* logprobs) {
     Json j = envelope(ids, false);
     Json c = {{"index", 0}};
     if (ids.endpoint == Endpoint::kChatCompletions) {
@@ -52,7 +52,7 @@ std::string completion_body(const ResponseIds& ids, const std::string& text, con
     } else {
         c["text"] = text;
     }
-    c["logprobs"] = nullptr;
+    c["logprobs"] = logprobs != nullptr ? *logprobs : Json(nullptr);
     c["finish_reason"] = finish_reason;
     j["choices"] = Json::array({c});
     j["usage"] = usage_json(usage);
@@ -90,6 +90,20 @@ std::string delta_chunk(const DeltaChunkFormat& format, std::string_view text, b
 
 std::string delta_chunk(const ResponseIds& ids, const std::string& text, bool first) {
     return delta_chunk(delta_chunk_format(ids), text, first);
+}
+
+std::string delta_chunk_with_logprobs(const ResponseIds& ids, std::string_view text, bool first, const Json& logprobs) {
+    Json j = envelope(ids, true);
+    Json content;
+    if (ids.endpoint == Endpoint::kChatCompletions) {
+        content = first ? Json{{"role", "assistant"}, {"content", text}} : Json{{"content", text}};
+    } else {
+        content = text;
+    }
+    Json c = choice(ids, content, nullptr);
+    c["logprobs"] = logprobs;
+    j["choices"] = Json::array({c});
+    return sse(j);
 }
 
 std::string finish_chunk(const ResponseIds& ids, const std::string& finish_reason) {

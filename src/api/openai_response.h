@@ -22,9 +22,9 @@ struct Usage {
     int cached_tokens = 0;  // prompt tokens served from the prefix cache (prompt_tokens_details)
 };
 
-// Whole non-streamed response.
+// Whole non-streamed response; `logprobs` (a LogprobsJson object) in place of null when not null.
 std::string completion_body(const ResponseIds& ids, const std::string& text, const std::string& finish_reason,
-                            const Usage& usage);
+                            const Usage& usage, const nlohmann::ordered_json* logprobs = nullptr);
 // "data: {...}\n\n" carrying a text delta (chat: the first one also carries role "assistant").
 std::string delta_chunk(const ResponseIds& ids, const std::string& text, bool first);
 
@@ -37,6 +37,10 @@ struct DeltaChunkFormat {
 };
 DeltaChunkFormat delta_chunk_format(const ResponseIds& ids);
 std::string delta_chunk(const DeltaChunkFormat& format, std::string_view text, bool first);
+// A delta chunk whose choice carries `logprobs` (a LogprobsJson object): built whole, for the requests
+// that asked for logprobs.
+std::string delta_chunk_with_logprobs(const ResponseIds& ids, std::string_view text, bool first,
+                                      const nlohmann::ordered_json& logprobs);
 // The last content chunk: empty delta, finish_reason set.
 std::string finish_chunk(const ResponseIds& ids, const std::string& finish_reason);
 // The usage chunk of stream_options.include_usage (empty choices).

@@ -323,6 +323,7 @@ engine::Request OpenAiService::make_engine_request(PendingGeneration& job, Gener
     r.priority = g.priority;
     // Keys never share cached KV (a shared prefix's timing would leak it); with no keys all share.
     r.cache_salt = job.key ? job.key->value : "";
+    r.num_logprobs = g.num_logprobs;
     r.arrival = job.arrival;  // time in the pool counts towards the deadline and the TTFT
     if (config_.request_timeout_s > 0) r.deadline = r.arrival + std::chrono::seconds(config_.request_timeout_s);
     const std::string id = request_id_text(job.endpoint, r.id.value);
@@ -330,7 +331,8 @@ engine::Request OpenAiService::make_engine_request(PendingGeneration& job, Gener
                         .method = job.request.method, .path = job.request.target, .remote = job.request.remote};
     r.sink = std::make_shared<GenerationSink>(
         job.writer, ResponseIds{id, unix_seconds(), config_.served_model_name, job.endpoint}, g.stream, g.include_usage,
-        SinkContext{deps_.metrics, deps_.quotas}, std::move(record), std::move(job.lease));
+        SinkContext{deps_.metrics, deps_.quotas}, std::move(record), std::move(job.lease),
+        g.num_logprobs >= 0 ? std::optional<LogprobsJson>(LogprobsJson(*deps_.tokenizer, g.num_logprobs)) : std::nullopt);
     return r;
 }
 

@@ -106,8 +106,6 @@ TEST(OpenAiFields, RealisticRequestsForMissingFeaturesAreRefused) {
         {"tools", R"([{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}])"},
         {"tool_choice", R"("required")"},
         {"tool_choice", R"({"type":"function","function":{"name":"f"}})"},
-        {"logprobs", "true"},
-        {"top_logprobs", "5"},
         {"logit_bias", R"({"50256":-100})"},
         {"functions", R"([{"name":"f"}])"},
         {"function_call", R"({"name":"f"})"},
@@ -125,7 +123,7 @@ TEST(OpenAiFields, RealisticRequestsForMissingFeaturesAreRefused) {
                            std::string(name) + "=" + value);
     }
     const std::pair<const char*, const char*> completions[] = {
-        {"echo", "true"}, {"logprobs", "0"}, {"logprobs", "5"}, {"best_of", "2"},
+        {"echo", "true"}, {"best_of", "2"},
         {"suffix", R"("tail")"}, {"logit_bias", R"({"1":5})"},
     };
     for (const auto& [name, value] : completions) {
