@@ -27,10 +27,10 @@ Result<std::shared_ptr<const CompiledGrammar>> compile_json_schema(std::string_v
     } catch (const std::exception& e) {
         return invalid_argument(std::string("JSON schema is not valid JSON: ") + e.what());
     }
-    return compile_json_schema(schema, options);
+    return compile_json_schema_value(schema, options);
 }
 
-Result<std::shared_ptr<const CompiledGrammar>> compile_json_schema(const nlohmann::ordered_json& schema,
+Result<std::shared_ptr<const CompiledGrammar>> compile_json_schema_value(const nlohmann::ordered_json& schema,
                                                                    const JsonSchemaOptions& options) {
     const auto deadline = options.limits.deadline_from_now();
     const size_t size = schema.dump().size();
@@ -41,7 +41,7 @@ Result<std::shared_ptr<const CompiledGrammar>> compile_json_schema(const nlohman
 }
 
 Result<std::shared_ptr<const CompiledGrammar>> compile_json_object(const JsonSchemaOptions& options) {
-    return compile_json_schema(nlohmann::ordered_json{{"type", "object"}}, options);
+    return compile_json_schema_value(nlohmann::ordered_json{{"type", "object"}}, options);
 }
 
 Result<std::shared_ptr<const CompiledGrammar>> compile_regex(std::string_view pattern, const CompileLimits& limits) {

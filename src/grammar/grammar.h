@@ -23,7 +23,7 @@ struct JsonSchemaOptions {
 // schema_json: the schema's text; object properties keep their order from the text.
 Result<std::shared_ptr<const CompiledGrammar>> compile_json_schema(std::string_view schema_json,
                                                                    const JsonSchemaOptions& options = {});
-Result<std::shared_ptr<const CompiledGrammar>> compile_json_schema(const nlohmann::ordered_json& schema,
+Result<std::shared_ptr<const CompiledGrammar>> compile_json_schema_value(const nlohmann::ordered_json& schema,
                                                                    const JsonSchemaOptions& options = {});
 // response_format json_object: any JSON object ({"type":"object"}).
 Result<std::shared_ptr<const CompiledGrammar>> compile_json_object(const JsonSchemaOptions& options = {});

@@ -94,6 +94,8 @@ std::string Tokenizer::id_to_token(int32_t id) const {
     return parts_->id_to_token[id];
 }
 
+std::string Tokenizer::token_bytes(int32_t id) const { return std::string(parts_->decoder.piece(id)); }
+
 bool Tokenizer::is_special(int32_t id) const {
     return id >= 0 && static_cast<size_t>(id) < parts_->is_special.size() && parts_->is_special[id];
 }

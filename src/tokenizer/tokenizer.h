@@ -40,6 +40,11 @@ public:
     std::optional<int32_t> token_to_id(std::string_view token) const;
     std::string id_to_token(int32_t id) const;  // "" if out of range
     bool is_special(int32_t id) const;
+    // The raw bytes id stands for, before any rule that looks across tokens: byte-level BPE bytes
+    // un-mapped, SentencePiece's U+2581 as a space, a byte-fallback <0xAB> token as that one byte
+    // (so possibly a partial UTF-8 character). Special tokens give their text (check is_special).
+    // "" if out of range. For grammar masks (grammar::TokenizerInfo).
+    std::string token_bytes(int32_t id) const;
     int32_t bos_id() const;               // -1 if none
     std::vector<int32_t> eos_ids() const;  // empty if none
 
