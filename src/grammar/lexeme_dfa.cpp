@@ -138,16 +138,26 @@ Result<ClassDfa> determinize(const Regex& r, const ByteClasses& classes, int max
     const int32_t start = nfa.new_state();
     const int32_t final_state = nfa.build(r, start);
     if (nfa.overflow) return budget_error("a lexeme's automaton is over the state limit");
+    std::vector<uint32_t> seen(nfa.edges.size(), 0);  // == stamp: in the current closure
+    uint32_t stamp = 0;
     auto closure = [&](std::vector<int32_t> set) {
-        std::vector<int32_t> stack = set;
-        std::vector<uint8_t> seen(nfa.edges.size());
-        for (int32_t s : set) seen[s] = 1;
+        ++stamp;
+        std::vector<int32_t> stack;
+        std::vector<int32_t> unique;
+        for (int32_t s : set) {
+            if (seen[s] != stamp) {
+                seen[s] = stamp;
+                unique.push_back(s);
+            }
+        }
+        set = std::move(unique);
+        stack = set;
         while (!stack.empty()) {
             const int32_t s = stack.back();
             stack.pop_back();
             for (int32_t t : nfa.eps[s]) {
-                if (!seen[t]) {
-                    seen[t] = 1;
+                if (seen[t] != stamp) {
+                    seen[t] = stamp;
                     set.push_back(t);
                     stack.push_back(t);
                 }
@@ -312,7 +322,7 @@ private:
         std::vector<int32_t> block(n);
         for (int s = 0; s < n; ++s) block[s] = d.accepting[s];
         int num_blocks = 0;
-        for (int round = 0; round < 64; ++round) {
+        for (int round = 0; round < 24; ++round) {
             std::unordered_map<std::vector<int32_t>, int32_t, VecHash> ids;
             std::vector<int32_t> next_block(n);
             for (int s = 0; s < n; ++s) {
