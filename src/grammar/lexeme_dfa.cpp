@@ -184,15 +184,19 @@ Result<ClassDfa> determinize(const Regex& r, const ByteClasses& classes, int max
         if (static_cast<int>(sets.size()) > max_states) return budget_error("a lexeme's automaton is over the state limit");
         if ((i & 63) == 0 && Clock::now() > deadline) return invalid_argument("grammar compilation exceeded its time budget");
         dfa.next.resize((i + 1) * nc, -1);
-        for (int c = 0; c < nc; ++c) {
-            std::vector<int32_t> targets;
-            for (int32_t s : sets[i]) {
-                for (const auto& e : nfa.edges[s]) {
-                    if (e.classes.has(static_cast<uint8_t>(c))) targets.push_back(e.to);
+        std::vector<std::vector<int32_t>> targets(nc);  // by class: the NFA states one byte away
+        for (int32_t s : sets[i]) {
+            for (const auto& e : nfa.edges[s]) {
+                for (int w = 0; w < 4; ++w) {
+                    for (uint64_t bits = e.classes.words[w]; bits != 0; bits &= bits - 1) {
+                        targets[w * 64 + __builtin_ctzll(bits)].push_back(e.to);
+                    }
                 }
             }
-            if (targets.empty()) continue;
-            const int32_t t = intern(closure(std::move(targets)));
+        }
+        for (int c = 0; c < nc; ++c) {
+            if (targets[c].empty()) continue;
+            const int32_t t = intern(closure(std::move(targets[c])));
             dfa.next[i * nc + c] = t;
         }
     }
