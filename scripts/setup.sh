@@ -10,7 +10,7 @@ APT_PACKAGES=(
   build-essential cmake ninja-build pkg-config git
   nlohmann-json3-dev libpcre2-dev libsentencepiece-dev libutf8proc-dev libspdlog-dev libfmt-dev
   libboost-dev libssl-dev openssl curl libsqlite3-dev
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev json-schema-test-suite
   nodejs npm chromium
   clang-16 libclang-rt-16-dev
 )
@@ -30,7 +30,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${missing[@]}"
 fi
 
-for d in tests/node tests/node_jinja tests/node_api; do
+for d in tests/node tests/node_jinja tests/node_api tests/node_grammar; do
   [ -f "$d/package-lock.json" ] && npm ci --prefix "$d" --no-audit --no-fund --loglevel=error
 done
 

@@ -1,0 +1,35 @@
+// The grammar library's entry points: compile a JSON Schema, a regex or a GBNF grammar into an
+// immutable CompiledGrammar, then drive a GrammarMatcher (grammar_matcher.h) per sequence with a
+// TokenizerInfo (tokenizer_info.h) per model. Compilation may run on any thread; errors are
+// kInvalidArgument Statuses whose message names the keyword or position (docs/grammar.md).
+#pragma once
+
+#include <memory>
+#include <string_view>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "base/status.h"
+#include "grammar/compiled_grammar.h"
+
+namespace hichat::grammar {
+
+struct JsonSchemaOptions {
+    int max_whitespace = 0;                     // 0: compact JSON; N: up to N of ' ', \n, \r, \t before each token
+    bool strict_additional_properties = false;  // an absent additionalProperties counts as false
+    CompileLimits limits;
+};
+
+// schema_json: the schema's text; object properties keep their order from the text.
+Result<std::shared_ptr<const CompiledGrammar>> compile_json_schema(std::string_view schema_json,
+                                                                   const JsonSchemaOptions& options = {});
+Result<std::shared_ptr<const CompiledGrammar>> compile_json_schema_value(const nlohmann::ordered_json& schema,
+                                                                   const JsonSchemaOptions& options = {});
+// response_format json_object: any JSON object ({"type":"object"}).
+Result<std::shared_ptr<const CompiledGrammar>> compile_json_object(const JsonSchemaOptions& options = {});
+// The whole output matches the regex (ECMAScript subset; ^ and $ at the edges are no-ops).
+Result<std::shared_ptr<const CompiledGrammar>> compile_regex(std::string_view pattern, const CompileLimits& limits = {});
+// A GBNF grammar (llama.cpp syntax) starting at rule `root`.
+Result<std::shared_ptr<const CompiledGrammar>> compile_gbnf(std::string_view grammar, const CompileLimits& limits = {});
+
+}  // namespace hichat::grammar

@@ -1,0 +1,225 @@
+#include "grammar/grammar_matcher.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "base/check.h"
+
+namespace hichat::grammar {
+
+GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar,
+                               std::shared_ptr<const TokenizerInfo> tokenizer, MatcherOptions options)
+    : grammar_(std::move(grammar)),
+      tokenizer_(std::move(tokenizer)),
+      options_(options),
+      parser_(*grammar_),
+      lexer_states_(*grammar_) {
+    reset();
+}
+
+void GrammarMatcher::reset() {
+    store_.rows.clear();
+    store_.rows.push_back(parser_.initial_row());
+    store_.num_committed = 1;
+    lexer_ = lexer_start_of(0);
+    in_lexeme_ = false;
+    terminated_ = false;
+    history_.clear();
+}
+
+int32_t GrammarMatcher::lexer_start_of(int32_t row) {
+    EarleyRow& r = store_.rows[row];
+    if (r.lexer_start == -2) r.lexer_start = lexer_states_.start_state(r.allowed_lexemes);
+    return r.lexer_start;
+}
+
+int32_t GrammarMatcher::current_state() { return in_lexeme_ ? lexer_ : lexer_start_of(store_.num_committed - 1); }
+
+void GrammarMatcher::restore(const Checkpoint& c) {
+    store_.rows.resize(c.num_rows);
+    store_.num_committed = c.num_rows;
+    lexer_ = c.lexer;
+    in_lexeme_ = c.in_lexeme;
+    terminated_ = c.terminated;
+}
+
+void GrammarMatcher::push_history(const Checkpoint& c) {
+    history_.push_back(c);
+    while (static_cast<int>(history_.size()) > options_.max_rollback_tokens) history_.pop_front();
+}
+
+// One byte on the committed state. On false the state is partly changed: callers restore.
+bool GrammarMatcher::advance(uint8_t byte) {
+    const int32_t s = current_state();
+    if (s == LexerStates::kDead) return false;
+    const int32_t t = lexer_states_.next(s, byte);
+    if (t != LexerStates::kDead) {
+        lexer_ = t;
+        in_lexeme_ = true;
+        return true;
+    }
+    if (!in_lexeme_ || !lexer_states_.accepting(s)) return false;
+    EarleyRow row;
+    const auto top = static_cast<int32_t>(store_.num_committed - 1);
+    if (!parser_.scan(store_, top, lexer_states_.accepted(s), row)) return false;
+    store_.rows.push_back(std::move(row));
+    store_.num_committed = store_.rows.size();
+    const int32_t s0 = lexer_start_of(static_cast<int32_t>(store_.num_committed - 1));
+    if (s0 == LexerStates::kDead) return false;
+    const int32_t t0 = lexer_states_.next(s0, byte);
+    if (t0 == LexerStates::kDead) return false;
+    lexer_ = t0;
+    in_lexeme_ = true;
+    return true;
+}
+
+bool GrammarMatcher::accept_bytes(std::string_view bytes) {
+    if (terminated_) return false;
+    const Checkpoint before = checkpoint();
+    for (char c : bytes) {
+        if (!advance(static_cast<uint8_t>(c))) {
+            restore(before);
+            return false;
+        }
+    }
+    push_history(before);
+    return true;
+}
+
+bool GrammarMatcher::accept_token(int32_t id) {
+    if (terminated_) return false;
+    if (tokenizer_->is_eos(id)) {
+        if (!is_accepting()) return false;
+        push_history(checkpoint());
+        terminated_ = true;
+        return true;
+    }
+    if (!tokenizer_->is_text(id) || tokenizer_->token_bytes(id).empty()) return false;
+    return accept_bytes(tokenizer_->token_bytes(id));
+}
+
+bool GrammarMatcher::is_accepting() {
+    if (terminated_) return true;
+    const auto top = static_cast<int32_t>(store_.num_committed - 1);
+    if (!in_lexeme_) return store_.rows[top].accepting;
+    if (!lexer_states_.accepting(lexer_)) return false;
+    EarleyRow row;
+    return parser_.scan(store_, top, lexer_states_.accepted(lexer_), row) && row.accepting;
+}
+
+bool GrammarMatcher::is_terminated() {
+    if (terminated_) return true;
+    if (!is_accepting()) return false;
+    const auto top = static_cast<int32_t>(store_.num_committed - 1);
+    if (!in_lexeme_) return store_.rows[top].allowed_lexemes.empty();
+    if (lexer_states_.has_next(lexer_)) return false;
+    EarleyRow row;
+    return parser_.scan(store_, top, lexer_states_.accepted(lexer_), row) && row.allowed_lexemes.empty();
+}
+
+bool GrammarMatcher::rollback(int num_tokens) {
+    if (num_tokens < 0 || num_tokens > static_cast<int>(history_.size())) return false;
+    if (num_tokens == 0) return true;
+    const Checkpoint c = history_[history_.size() - num_tokens];
+    history_.resize(history_.size() - num_tokens);
+    restore(c);
+    return true;
+}
+
+const GrammarMatcher::StateMask& GrammarMatcher::state_mask(int32_t state) {
+    if (static_cast<size_t>(state) >= masks_.size()) masks_.resize(state + 1);
+    if (!masks_[state]) {
+        auto m = std::make_unique<StateMask>();
+        m->bits.assign(tokenizer_->mask_words(), 0);
+        const auto& trie = tokenizer_->trie();
+        walk(1, static_cast<uint32_t>(trie.size() - 1), 0, state, -1, m->bits.data(), m.get());
+        masks_[state] = std::move(m);
+    }
+    return *masks_[state];
+}
+
+// The temporary row after the lexeme that ends in state_before, following `row`; -1 if the
+// parser does not allow it. Memoised for one fill.
+int32_t GrammarMatcher::scan_temp(int32_t row, int32_t state_before) {
+    const uint64_t key = (static_cast<uint64_t>(row) << 32) | static_cast<uint32_t>(lexer_states_.accepted_id(state_before));
+    auto it = scan_memo_.find(key);
+    if (it != scan_memo_.end()) return it->second;
+    EarleyRow out;
+    int32_t id = -1;
+    if (parser_.scan(store_, row, lexer_states_.accepted(state_before), out)) {
+        store_.rows.push_back(std::move(out));
+        id = static_cast<int32_t>(store_.rows.size() - 1);
+    }
+    scan_memo_.emplace(key, id);
+    return id;
+}
+
+// Walks trie nodes [begin, end), whose top nodes sit at depth base_depth + 1 below a parent in
+// lexer state parent_state. Tokens reached are set in bits. Where a lexeme ends: with `record`,
+// the node is recorded (no parser); else the parser scans it after `row` and the walk goes on.
+void GrammarMatcher::walk(uint32_t begin, uint32_t end, int base_depth, int32_t parent_state, int32_t row,
+                          uint32_t* bits, StateMask* record) {
+    const auto& trie = tokenizer_->trie();
+    const auto& tokens = tokenizer_->trie_tokens();
+    std::vector<int32_t> stack(tokenizer_->max_token_bytes() + 2);
+    stack[0] = parent_state;
+    for (uint32_t i = begin; i < end;) {
+        const TrieNode& node = trie[i];
+        const int k = node.depth - base_depth;
+        const int32_t ps = stack[k - 1];
+        const int32_t t = lexer_states_.next(ps, node.byte);
+        if (t != LexerStates::kDead) {
+            for (uint32_t j = node.tokens_begin; j < trie[i + 1].tokens_begin; ++j) {
+                const int32_t id = tokens[j];
+                bits[id >> 5] |= uint32_t{1} << (id & 31);
+            }
+            stack[k] = t;
+            ++i;
+            continue;
+        }
+        // A start state is never complete (lexemes are not empty), so a complete ps has read bytes.
+        if (lexer_states_.accepting(ps)) {
+            if (record != nullptr) {
+                record->boundaries.emplace_back(i, ps);
+            } else {
+                const int32_t next_row = scan_temp(row, ps);
+                if (next_row >= 0) {
+                    const int32_t s0 = lexer_start_of(next_row);
+                    if (s0 != LexerStates::kDead) walk(i, node.subtree_end, node.depth - 1, s0, next_row, bits, nullptr);
+                }
+            }
+        }
+        i = node.subtree_end;
+    }
+}
+
+void GrammarMatcher::drop_temp_rows() {
+    store_.rows.resize(store_.num_committed);
+    scan_memo_.clear();
+}
+
+void GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> bits) {
+    CHECK(bits.size() >= tokenizer_->mask_words()) << bits.size() << " words for " << tokenizer_->vocab_size();
+    std::fill(bits.begin(), bits.end(), 0u);
+    if (terminated_) return;
+    const int32_t s = current_state();
+    if (s != LexerStates::kDead) {
+        const StateMask& m = state_mask(s);
+        std::memcpy(bits.data(), m.bits.data(), m.bits.size() * sizeof(uint32_t));
+        const auto top = static_cast<int32_t>(store_.num_committed - 1);
+        const auto& trie = tokenizer_->trie();
+        for (auto [node, before] : m.boundaries) {
+            const int32_t next_row = scan_temp(top, before);
+            if (next_row < 0) continue;
+            const int32_t s0 = lexer_start_of(next_row);
+            if (s0 == LexerStates::kDead) continue;
+            walk(node, trie[node].subtree_end, trie[node].depth - 1, s0, next_row, bits.data(), nullptr);
+        }
+        drop_temp_rows();
+    }
+    if (is_accepting()) {
+        for (int32_t id : tokenizer_->eos_ids()) bits[id >> 5] |= uint32_t{1} << (id & 31);
+    }
+}
+
+}  // namespace hichat::grammar

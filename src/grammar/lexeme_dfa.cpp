@@ -1,0 +1,383 @@
+#include "grammar/lexeme_dfa.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <unordered_map>
+
+namespace hichat::grammar {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Byte classes: bytes that every ByteSet of the regexes treats alike.
+struct ByteClasses {
+    std::array<uint8_t, 256> class_of{};
+    int num_classes = 0;
+};
+
+void collect_sets(const Regex& r, std::vector<ByteSet>& sets) {
+    if (r->kind == RegexKind::kByte) sets.push_back(r->bytes);
+    for (const Regex& x : r->items) collect_sets(x, sets);
+}
+
+ByteClasses make_classes(const LexemeSpec& spec) {
+    std::vector<ByteSet> sets;
+    for (const Regex& r : spec.all_of) collect_sets(r, sets);
+    for (const Regex& r : spec.none_of) collect_sets(r, sets);
+    std::sort(sets.begin(), sets.end(), [](const ByteSet& a, const ByteSet& b) { return a.words < b.words; });
+    sets.erase(std::unique(sets.begin(), sets.end()), sets.end());
+    std::map<std::vector<bool>, uint8_t> ids;
+    ByteClasses out;
+    for (int b = 0; b < 256; ++b) {
+        std::vector<bool> sig(sets.size());
+        for (size_t k = 0; k < sets.size(); ++k) sig[k] = sets[k].has(static_cast<uint8_t>(b));
+        auto [it, fresh] = ids.emplace(std::move(sig), static_cast<uint8_t>(ids.size()));
+        out.class_of[b] = it->second;
+    }
+    out.num_classes = static_cast<int>(ids.size());
+    return out;
+}
+
+// A DFA over byte classes: next[s * num_classes + c], -1 dead.
+struct ClassDfa {
+    std::vector<int32_t> next;
+    std::vector<uint8_t> accepting;
+    int num_states() const { return static_cast<int>(accepting.size()); }
+};
+
+class NfaBuilder {
+public:
+    NfaBuilder(const ByteClasses& classes, int max_states) : classes_(classes), max_states_(max_states) {}
+
+    struct Edge {
+        ByteSet classes;  // over class ids
+        int32_t to;
+    };
+    std::vector<std::vector<Edge>> edges;
+    std::vector<std::vector<int32_t>> eps;
+    bool overflow = false;
+
+    int32_t new_state() {
+        if (static_cast<int>(edges.size()) >= max_states_) overflow = true;
+        edges.emplace_back();
+        eps.emplace_back();
+        return static_cast<int32_t>(edges.size() - 1);
+    }
+
+    int32_t build(const Regex& r, int32_t in) {
+        if (overflow) return in;
+        switch (r->kind) {
+            case RegexKind::kEmpty: return in;
+            case RegexKind::kNothing: return new_state();
+            case RegexKind::kByte: {
+                ByteSet cls;
+                for (int b = 0; b < 256; ++b) {
+                    if (r->bytes.has(static_cast<uint8_t>(b))) cls.add(classes_.class_of[b]);
+                }
+                const int32_t s = new_state();
+                edges[in].push_back({cls, s});
+                return s;
+            }
+            case RegexKind::kConcat: {
+                int32_t cur = in;
+                for (const Regex& x : r->items) cur = build(x, cur);
+                return cur;
+            }
+            case RegexKind::kAlt: {
+                const int32_t out = new_state();
+                for (const Regex& x : r->items) {
+                    const int32_t start = new_state();
+                    eps[in].push_back(start);
+                    eps[build(x, start)].push_back(out);
+                }
+                return out;
+            }
+            case RegexKind::kRepeat: {
+                int32_t cur = in;
+                for (int i = 0; i < r->min && !overflow; ++i) cur = build(r->items[0], cur);
+                if (r->max < 0) {
+                    const int32_t loop = new_state();
+                    eps[cur].push_back(loop);
+                    eps[build(r->items[0], loop)].push_back(loop);
+                    return loop;
+                }
+                const int32_t out = new_state();
+                eps[cur].push_back(out);
+                for (int i = r->min; i < r->max && !overflow; ++i) {
+                    const int32_t start = new_state();
+                    eps[cur].push_back(start);
+                    cur = build(r->items[0], start);
+                    eps[cur].push_back(out);
+                }
+                return out;
+            }
+        }
+        return in;
+    }
+
+private:
+    const ByteClasses& classes_;
+    int max_states_;
+};
+
+struct VecHash {
+    size_t operator()(const std::vector<int32_t>& v) const {
+        size_t h = 1469598103934665603ULL;
+        for (int32_t x : v) h = (h ^ static_cast<uint32_t>(x)) * 1099511628211ULL;
+        return h;
+    }
+};
+
+Status budget_error(const char* what) {
+    return invalid_argument(std::string("grammar too large: ") + what);
+}
+
+Result<ClassDfa> determinize(const Regex& r, const ByteClasses& classes, int max_states, Clock::time_point deadline) {
+    NfaBuilder nfa(classes, max_states * 8);
+    const int32_t start = nfa.new_state();
+    const int32_t final_state = nfa.build(r, start);
+    if (nfa.overflow) return budget_error("a lexeme's automaton is over the state limit");
+    std::vector<uint32_t> seen(nfa.edges.size(), 0);  // == stamp: in the current closure
+    uint32_t stamp = 0;
+    auto closure = [&](std::vector<int32_t> set) {
+        ++stamp;
+        std::vector<int32_t> stack;
+        std::vector<int32_t> unique;
+        for (int32_t s : set) {
+            if (seen[s] != stamp) {
+                seen[s] = stamp;
+                unique.push_back(s);
+            }
+        }
+        set = std::move(unique);
+        stack = set;
+        while (!stack.empty()) {
+            const int32_t s = stack.back();
+            stack.pop_back();
+            for (int32_t t : nfa.eps[s]) {
+                if (seen[t] != stamp) {
+                    seen[t] = stamp;
+                    set.push_back(t);
+                    stack.push_back(t);
+                }
+            }
+        }
+        std::sort(set.begin(), set.end());
+        return set;
+    };
+    ClassDfa dfa;
+    std::unordered_map<std::vector<int32_t>, int32_t, VecHash> ids;
+    std::vector<std::vector<int32_t>> sets;
+    auto intern = [&](std::vector<int32_t> set) -> int32_t {
+        auto it = ids.find(set);
+        if (it != ids.end()) return it->second;
+        const auto id = static_cast<int32_t>(sets.size());
+        ids.emplace(set, id);
+        dfa.accepting.push_back(std::binary_search(set.begin(), set.end(), final_state));
+        sets.push_back(std::move(set));
+        return id;
+    };
+    intern(closure({start}));
+    const int nc = classes.num_classes;
+    for (size_t i = 0; i < sets.size(); ++i) {
+        if (static_cast<int>(sets.size()) > max_states) return budget_error("a lexeme's automaton is over the state limit");
+        if ((i & 63) == 0 && Clock::now() > deadline) return invalid_argument("grammar compilation exceeded its time budget");
+        dfa.next.resize((i + 1) * nc, -1);
+        std::vector<std::vector<int32_t>> targets(nc);  // by class: the NFA states one byte away
+        for (int32_t s : sets[i]) {
+            for (const auto& e : nfa.edges[s]) {
+                for (int w = 0; w < 4; ++w) {
+                    for (uint64_t bits = e.classes.words[w]; bits != 0; bits &= bits - 1) {
+                        targets[w * 64 + __builtin_ctzll(bits)].push_back(e.to);
+                    }
+                }
+            }
+        }
+        for (int c = 0; c < nc; ++c) {
+            if (targets[c].empty()) continue;
+            const int32_t t = intern(closure(std::move(targets[c])));
+            dfa.next[i * nc + c] = t;
+        }
+    }
+    return dfa;
+}
+
+}  // namespace
+
+class DfaBuilder {
+public:
+    static Result<LexemeDfa> build(const LexemeSpec& spec, int max_states, Clock::time_point deadline) {
+        const ByteClasses classes = make_classes(spec);
+        const int nc = classes.num_classes;
+        std::vector<ClassDfa> parts;
+        for (const auto* list : {&spec.all_of, &spec.none_of}) {
+            for (const Regex& r : *list) {
+                auto d = determinize(r, classes, max_states, deadline);
+                if (!d.ok()) return d.status();
+                parts.push_back(std::move(d).value());
+            }
+        }
+        const size_t num_all = spec.all_of.size();
+        // Product: one state per component (-1 dead) plus a "consumed a byte" flag.
+        ClassDfa prod;
+        std::unordered_map<std::vector<int32_t>, int32_t, VecHash> ids;
+        std::vector<std::vector<int32_t>> tuples;
+        auto intern = [&](std::vector<int32_t> t) -> int32_t {
+            for (size_t k = 0; k < num_all; ++k) {
+                if (t[k] < 0) return -1;
+            }
+            auto it = ids.find(t);
+            if (it != ids.end()) return it->second;
+            bool acc = t.back() == 1;
+            for (size_t k = 0; k < parts.size() && acc; ++k) {
+                const bool a = t[k] >= 0 && parts[k].accepting[t[k]];
+                acc = k < num_all ? a : !a;
+            }
+            const auto id = static_cast<int32_t>(tuples.size());
+            ids.emplace(t, id);
+            prod.accepting.push_back(acc);
+            tuples.push_back(std::move(t));
+            return id;
+        };
+        std::vector<int32_t> first(parts.size() + 1, 0);
+        first.back() = 0;
+        intern(first);
+        for (size_t i = 0; i < tuples.size(); ++i) {
+            if (static_cast<int>(tuples.size()) > max_states) return budget_error("a lexeme's automaton is over the state limit");
+            if ((i & 63) == 0 && Clock::now() > deadline) return invalid_argument("grammar compilation exceeded its time budget");
+            prod.next.resize((i + 1) * nc, -1);
+            for (int c = 0; c < nc; ++c) {
+                std::vector<int32_t> t(parts.size() + 1, 1);
+                for (size_t k = 0; k < parts.size(); ++k) {
+                    const int32_t s = tuples[i][k];
+                    t[k] = s < 0 ? -1 : parts[k].next[s * nc + c];
+                }
+                prod.next[i * nc + c] = intern(std::move(t));
+            }
+        }
+        ClassDfa pruned = prune(prod, nc);
+        LexemeDfa out;
+        out.class_of_ = classes.class_of;
+        out.num_classes_ = nc;
+        if (pruned.num_states() == 0) return out;
+        ClassDfa min = minimize(pruned, nc);
+        out.next_ = std::move(min.next);
+        out.accepting_ = std::move(min.accepting);
+        out.start_ = 0;
+        out.has_next_.resize(out.accepting_.size());
+        for (size_t s = 0; s < out.accepting_.size(); ++s) {
+            for (int c = 0; c < nc; ++c) out.has_next_[s] |= out.next_[s * nc + c] >= 0;
+        }
+        return out;
+    }
+
+private:
+    // Drops states that cannot reach an accepting state; state 0 stays first (or the DFA is empty).
+    static ClassDfa prune(const ClassDfa& d, int nc) {
+        const int n = d.num_states();
+        std::vector<std::vector<int32_t>> rev(n);
+        for (int s = 0; s < n; ++s) {
+            for (int c = 0; c < nc; ++c) {
+                if (d.next[s * nc + c] >= 0) rev[d.next[s * nc + c]].push_back(s);
+            }
+        }
+        std::vector<uint8_t> live(n);
+        std::vector<int32_t> stack;
+        for (int s = 0; s < n; ++s) {
+            if (d.accepting[s]) {
+                live[s] = 1;
+                stack.push_back(s);
+            }
+        }
+        while (!stack.empty()) {
+            const int32_t s = stack.back();
+            stack.pop_back();
+            for (int32_t p : rev[s]) {
+                if (!live[p]) {
+                    live[p] = 1;
+                    stack.push_back(p);
+                }
+            }
+        }
+        ClassDfa out;
+        if (n == 0 || !live[0]) return out;
+        std::vector<int32_t> id(n, -1);
+        int k = 0;
+        for (int s = 0; s < n; ++s) {
+            if (live[s]) id[s] = k++;
+        }
+        out.next.assign(static_cast<size_t>(k) * nc, -1);
+        out.accepting.resize(k);
+        for (int s = 0; s < n; ++s) {
+            if (!live[s]) continue;
+            out.accepting[id[s]] = d.accepting[s];
+            for (int c = 0; c < nc; ++c) {
+                const int32_t t = d.next[s * nc + c];
+                out.next[id[s] * nc + c] = t >= 0 ? id[t] : -1;
+            }
+        }
+        return out;
+    }
+
+    // Moore partition refinement; gives up (returns the input) after a bounded number of rounds.
+    static ClassDfa minimize(const ClassDfa& d, int nc) {
+        const int n = d.num_states();
+        std::vector<int32_t> block(n);
+        for (int s = 0; s < n; ++s) block[s] = d.accepting[s];
+        int num_blocks = 0;
+        for (int round = 0; round < 24; ++round) {
+            std::unordered_map<std::vector<int32_t>, int32_t, VecHash> ids;
+            std::vector<int32_t> next_block(n);
+            for (int s = 0; s < n; ++s) {
+                std::vector<int32_t> sig(nc + 1);
+                sig[0] = block[s];
+                for (int c = 0; c < nc; ++c) {
+                    const int32_t t = d.next[s * nc + c];
+                    sig[c + 1] = t >= 0 ? block[t] : -1;
+                }
+                next_block[s] = ids.emplace(std::move(sig), static_cast<int32_t>(ids.size())).first->second;
+            }
+            const int count = static_cast<int>(ids.size());
+            block = std::move(next_block);
+            if (count == num_blocks) {
+                // Renumber so that the start state's block is 0.
+                std::vector<int32_t> order(count, -1);
+                int k = 0;
+                order[block[0]] = k++;
+                for (int s = 0; s < n; ++s) {
+                    if (order[block[s]] < 0) order[block[s]] = k++;
+                }
+                ClassDfa out;
+                out.next.assign(static_cast<size_t>(count) * nc, -1);
+                out.accepting.resize(count);
+                for (int s = 0; s < n; ++s) {
+                    const int32_t b = order[block[s]];
+                    out.accepting[b] = d.accepting[s];
+                    for (int c = 0; c < nc; ++c) {
+                        const int32_t t = d.next[s * nc + c];
+                        out.next[b * nc + c] = t >= 0 ? order[block[t]] : -1;
+                    }
+                }
+                return out;
+            }
+            num_blocks = count;
+        }
+        return d;
+    }
+};
+
+Result<LexemeDfa> LexemeDfa::build(const LexemeSpec& spec, int max_states, Clock::time_point deadline) {
+    return DfaBuilder::build(spec, max_states, deadline);
+}
+
+bool LexemeDfa::matches(std::string_view bytes) const {
+    int32_t s = start_;
+    for (char c : bytes) {
+        if (s < 0) return false;
+        s = next(s, static_cast<uint8_t>(c));
+    }
+    return s >= 0 && accepting_[s];
+}
+
+}  // namespace hichat::grammar

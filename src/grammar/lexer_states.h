@@ -1,0 +1,54 @@
+// The lexer half of the matcher: a lazily built DFA whose states are sets of (lexeme, lexeme
+// automaton state) pairs, i.e. every lexeme the parser allowed at the last boundary that can still
+// match the bytes read since. Lexing is greedy: a byte that extends some live lexeme extends it; a
+// byte that extends none ends the lexeme (if one is complete) and starts the next. States and
+// transitions are interned on first use. Owned by one matcher; one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "grammar/compiled_grammar.h"
+
+namespace hichat::grammar {
+
+class LexerStates {
+public:
+    static constexpr int32_t kDead = -1;
+
+    explicit LexerStates(const CompiledGrammar& grammar) : g_(grammar) {}
+
+    // The state before any byte of a lexeme, when `lexemes` (sorted) are allowed; kDead if none.
+    int32_t start_state(std::span<const int32_t> lexemes);
+    int32_t next(int32_t state, uint8_t byte) {
+        const int32_t t = trans_[static_cast<size_t>(state) * 256 + byte];
+        return t != kUnknown ? t : compute_next(state, byte);
+    }
+    bool accepting(int32_t state) const { return !accepted_[state].empty(); }
+    const std::vector<int32_t>& accepted(int32_t state) const { return accepted_[state]; }  // sorted lexeme ids
+    int32_t accepted_id(int32_t state) const { return accepted_id_[state]; }  // equal sets, equal ids
+    bool has_next(int32_t state) const { return has_next_[state] != 0; }
+    int num_states() const { return static_cast<int>(accepted_.size()); }
+
+private:
+    static constexpr int32_t kUnknown = -2;
+    using Pairs = std::vector<std::pair<int32_t, int32_t>>;  // (lexeme, automaton state), sorted
+
+    int32_t intern(Pairs pairs);
+    int32_t compute_next(int32_t state, uint8_t byte);
+
+    const CompiledGrammar& g_;
+    std::vector<Pairs> pairs_;
+    std::vector<std::vector<int32_t>> accepted_;
+    std::vector<int32_t> accepted_id_;
+    std::vector<uint8_t> has_next_;
+    std::vector<int32_t> trans_;  // [num_states * 256], kUnknown until computed
+    std::unordered_map<std::string, int32_t> ids_;
+    std::unordered_map<std::string, int32_t> accepted_ids_;
+};
+
+}  // namespace hichat::grammar
