@@ -48,6 +48,7 @@ constexpr std::array kSharedRules = std::to_array<FieldRule>({
     {"repetition_penalty", kImplemented},
     {"ignore_eos", kImplemented},
     {"priority", kImplemented},
+    {"grammar", kImplemented},  // GBNF, as llama.cpp
     {"user", kNoOp, is_string, "a string"},
     {"logit_bias", kRefused, is_empty_object, "{}"},
 });
@@ -67,7 +68,7 @@ constexpr std::array kChatOnlyRules = std::to_array<FieldRule>({
     {"modalities", kRefused, is_text_only, "[\"text\"]"},
     {"prediction", kRefused, never, ""},
     {"reasoning_effort", kRefused, never, ""},
-    {"response_format", kRefused, is_text_format, "{\"type\": \"text\"}"},
+    {"response_format", kImplemented},
     {"service_tier", kRefused, is_default_tier, "\"auto\" or \"default\""},
     {"store", kRefused, is_false, "false"},
     {"tool_choice", kRefused, is_none_or_auto, "\"none\" or \"auto\""},

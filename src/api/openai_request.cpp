@@ -256,6 +256,54 @@ void parse_logprobs(Parser& p) {
     if (logprobs) p.out.num_logprobs = static_cast<int>(top);
 }
 
+// response_format (chat): {"type": "text"} | {"type": "json_object"} | {"type": "json_schema",
+// "json_schema": {"name", "schema", "strict", "description"}}; `grammar` (both endpoints): a GBNF source.
+// Only one of them. The schema or grammar compiles later (ConstrainedDecoding), on the same thread.
+void parse_grammar(Parser& p) {
+    if (const Json* g = p.field("grammar")) {
+        if (!g->is_string() || g->get<std::string>().empty()) return p.fail("grammar", "grammar must be a non-empty GBNF string");
+        p.out.grammar = GrammarSpec{.kind = grammar::GrammarKind::kGbnf, .text = g->get<std::string>(), .param = "grammar"};
+    }
+    const Json* rf = p.out.endpoint == Endpoint::kChatCompletions ? p.field("response_format") : nullptr;
+    if (rf == nullptr) return;
+    if (!rf->is_object() || !rf->contains("type") || !(*rf)["type"].is_string()) {
+        return p.fail("response_format", "response_format must be an object with a string type");
+    }
+    const std::string type = (*rf)["type"].get<std::string>();
+    if (type == "text") return;
+    if (p.out.grammar) return p.fail("response_format", "response_format and grammar cannot both be given");
+    if (type == "json_object") {
+        p.out.grammar = GrammarSpec{.kind = grammar::GrammarKind::kJsonObject, .param = "response_format"};
+        return;
+    }
+    if (type != "json_schema") {
+        return p.fail("response_format.type", "response_format.type must be text, json_object or json_schema, got \"" +
+                                                  type + "\"");
+    }
+    auto js = rf->find("json_schema");
+    if (js == rf->end() || !js->is_object()) {
+        return p.fail("response_format.json_schema", "response_format.json_schema must be an object");
+    }
+    auto name = js->find("name");
+    if (name != js->end() && !name->is_string()) {
+        return p.fail("response_format.json_schema.name", "response_format.json_schema.name must be a string");
+    }
+    auto schema = js->find("schema");
+    if (schema != js->end() && !schema->is_null() && !schema->is_object() && !schema->is_boolean()) {
+        return p.fail("response_format.json_schema.schema", "response_format.json_schema.schema must be an object");
+    }
+    bool strict = false;
+    if (auto s = js->find("strict"); s != js->end() && !s->is_null()) {
+        if (!s->is_boolean()) return p.fail("response_format.json_schema.strict", "response_format.json_schema.strict must be a boolean");
+        strict = s->get<bool>();
+    }
+    const bool any = schema == js->end() || schema->is_null();
+    p.out.grammar = GrammarSpec{.kind = any ? grammar::GrammarKind::kJsonObject : grammar::GrammarKind::kJsonSchema,
+                                .text = any ? std::string() : schema->dump(),
+                                .strict = strict,
+                                .param = "response_format.json_schema.schema"};
+}
+
 void parse_limits_and_options(Parser& p) {
     int64_t max_tokens = -1;
     const char* max_name = p.field("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
@@ -371,6 +419,7 @@ std::optional<ApiError> parse_fields(Endpoint endpoint, const Json& json, Genera
     if (!p.failed()) parse_sampling(p);
     if (!p.failed()) parse_limits_and_options(p);
     if (!p.failed()) parse_logprobs(p);
+    if (!p.failed()) parse_grammar(p);
     return p.error;
 }
 
@@ -395,11 +444,19 @@ std::optional<ApiError> parse_json_object(std::string body, Json& json) {
 }
 
 std::optional<ApiError> parse_generation_request(Endpoint endpoint, std::string body, GenerationRequest& out) {
+    // A schema's properties are generated in the order the client wrote them, which nlohmann::json
+    // (sorted keys) loses: the body is read again, keeping order, when it may hold one.
+    std::string schema_body;
+    if (body.find("json_schema") != std::string::npos) schema_body = body;
     Json json;
     if (auto e = parse_json_object(std::move(body), json)) return e;
     out = GenerationRequest{};
     out.endpoint = endpoint;
     auto error = parse_fields(endpoint, json, out);
+    if (!error && out.grammar && out.grammar->kind == grammar::GrammarKind::kJsonSchema) {
+        const auto ordered = nlohmann::ordered_json::parse(schema_body, nullptr, /*allow_exceptions=*/false);
+        out.grammar->text = ordered["response_format"]["json_schema"]["schema"].dump();
+    }
     if (!error && !out.ignored_fields.empty()) log_ignored_fields(endpoint, out.ignored_fields);
     return error;
 }

@@ -10,6 +10,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "api/api_error.h"
+#include "api/constrained_decoding.h"
 #include "sampling/sampling_params.h"
 #include "tokenizer/template/chat_template.h"
 
@@ -34,6 +35,8 @@ struct GenerationRequest {
     int priority = 0;
     // Chat logprobs: true with top_logprobs k (0-20); completions logprobs: k (0-5). -1: not asked.
     int num_logprobs = -1;
+    // Chat response_format json_object / json_schema, or the `grammar` extension (GBNF); unset: free text.
+    std::optional<GrammarSpec> grammar;
     std::vector<std::string> ignored_fields;          // keys outside the OpenAI schema, as params ("messages[0].x")
 };
 

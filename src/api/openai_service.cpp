@@ -47,6 +47,10 @@ void OpenAiService::attach(ServiceDeps deps) {
             .next_request_id = [this] { return engine::RequestId{next_id_.fetch_add(1)}; }});
         conversations_ = std::make_unique<ConversationsService>(deps_.sessions);
     }
+    if (deps_.tokenizer != nullptr && deps_.engine != nullptr) {
+        constrained_ = std::make_unique<ConstrainedDecoding>(*deps_.tokenizer, deps_.engine->model_config().vocab_size,
+                                                             deps_.eos_token_ids);
+    }
     ready_.store(true, std::memory_order_release);
 }
 
@@ -306,9 +310,17 @@ void OpenAiService::preprocess_and_submit(PendingGeneration& job) {
     if (auto e = deps_.prompts->build(g, prompt)) return reply_error(req, w, *e, job.key);
     int max_tokens = 0;
     if (auto e = check_lengths(g, static_cast<int>(prompt.size()), max_tokens)) return reply_error(req, w, *e, job.key);
+    ConstrainedDecoding::Compiled constrained;
+    if (g.grammar) {
+        if (!constrained_) return reply_error(req, w, bad_field(g.grammar->param, "constrained decoding is not available"), job.key);
+        if (auto e = constrained_->compile(*g.grammar, constrained)) return reply_error(req, w, *e, job.key);
+    }
     // Tokenizing a large prompt takes a while: a client that left meanwhile costs the engine nothing.
     if (w->client_gone()) return reply_error(req, w, client_closed_error(), job.key);
-    submit(job, make_engine_request(job, g, std::move(prompt), max_tokens));
+    engine::Request r = make_engine_request(job, g, std::move(prompt), max_tokens);
+    r.grammar = std::move(constrained.grammar);
+    r.grammar_vocab = std::move(constrained.vocab);
+    submit(job, std::move(r));
 }
 
 engine::Request OpenAiService::make_engine_request(PendingGeneration& job, GenerationRequest& g,

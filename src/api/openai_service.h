@@ -96,6 +96,7 @@ private:
     std::atomic<uint64_t> next_id_{1};
     std::unique_ptr<ResponsesService> responses_;          // set by attach() when sessions are on
     std::unique_ptr<ConversationsService> conversations_;
+    std::unique_ptr<ConstrainedDecoding> constrained_;     // set by attach()
     uint64_t id_salt_;
 };
 

@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 
 #include "base/check.h"
@@ -75,14 +76,15 @@ void Engine::Impl::sync_step() {
 void Engine::Impl::run_forward(const scheduler::StepPlan& plan, const executor::ForwardBatch& batch) {
     auto seq_of = [&](const scheduler::ScheduledChunk& c) -> Sequence& { return *by_id_.at(c.seq->id); };
     const bool all_greedy = std::all_of(plan.chunks.begin(), plan.chunks.end(), [&](const auto& c) {
-        return seq_of(c).request.sampling.is_plain_greedy();
+        return seq_of(c).request.sampling.is_plain_greedy() && !seq_of(c).matcher;
     });
     const bool logprobs = std::any_of(plan.chunks.begin(), plan.chunks.end(), [&](const auto& c) {
         return c.samples() && seq_of(c).request.num_logprobs >= 0;
     });
     const bool on_device = (!all_greedy || logprobs) && runner_->samples_on_device() &&
-                           std::all_of(plan.chunks.begin(), plan.chunks.end(),
-                                       [&](const auto& c) { return seq_of(c).sampler.device_samplable(); });
+                           std::all_of(plan.chunks.begin(), plan.chunks.end(), [&](const auto& c) {
+                               return seq_of(c).sampler.device_samplable() && !seq_of(c).matcher;
+                           });
     ids_step_ = (all_greedy && !logprobs) || on_device;
     if (all_greedy && !logprobs) return runner_->forward_argmax(batch, step_ids_);
     if (!on_device) return runner_->forward(batch, logits_);
@@ -176,6 +178,10 @@ void Engine::Impl::commit(const scheduler::StepPlan& plan) {
             if (num_logprobs >= 0) logprobs = runner_->step_logprobs()[i];
         } else {
             std::span<float> row(logits_.data() + i * vocab, vocab);
+            if (seq.matcher && !apply_grammar_mask(seq, row)) {
+                finish(seq, FinishReason::kStop, {}, {});  // no token can follow (a complete match)
+                continue;
+            }
             if (num_logprobs >= 0) logprob_row_.assign(row.begin(), row.end());  // the sampler changes row
             token = seq.sampler.sample(row, seq.request.prompt, seq.generated());
             if (num_logprobs >= 0) logprobs = sampling::compute_logprobs(logprob_row_, token, num_logprobs);
@@ -186,8 +192,23 @@ void Engine::Impl::commit(const scheduler::StepPlan& plan) {
     }
 }
 
+// Disallowed tokens get -inf; false when the grammar allows no token at all.
+bool Engine::Impl::apply_grammar_mask(Sequence& seq, std::span<float> row) {
+    seq.mask.assign(seq.matcher->tokenizer().mask_words(), 0);
+    seq.matcher->fill_next_token_bitmask(seq.mask);
+    bool any = false;
+    for (size_t i = 0; i < row.size(); ++i) {
+        const bool allowed = i / 32 < seq.mask.size() && (seq.mask[i / 32] >> (i % 32) & 1u);
+        if (!allowed) row[i] = -std::numeric_limits<float>::infinity();
+        any |= allowed;
+    }
+    return any;
+}
+
 void Engine::Impl::on_token(Sequence& seq, int32_t token, const sampling::TokenLogprobs* logprobs) {
     const int at = seq.num_tokens_known;
+    // The mask allowed it (sampled from a masked row), so this only fails on a grammar bug.
+    if (seq.matcher) CHECK(seq.matcher->accept_token(token)) << "sequence " << seq.state.id << ": token " << token;
     CHECK_LT(at, static_cast<int>(seq.tokens.size())) << "sequence " << seq.state.id;
     if (seq.first_token_time == Clock::time_point{}) seq.first_token_time = Clock::now();
     const auto& stop_ids = seq.request.stop_token_ids;
@@ -206,6 +227,8 @@ void Engine::Impl::on_token(Sequence& seq, int32_t token, const sampling::TokenL
         reason = FinishReason::kContentFilter;
     } else if (stopped) {
         reason = FinishReason::kStop;
+    } else if (seq.matcher && seq.matcher->is_terminated()) {
+        reason = FinishReason::kStop;  // the grammar's match is complete and nothing may follow
     } else if (seq.num_generated_tokens() >= seq.request.max_tokens || seq.num_tokens_known >= max_context_tokens()) {
         reason = FinishReason::kLength;
     }

@@ -90,6 +90,8 @@ private:
 
     // Processes the sequence's next token, whose slot (a placeholder, or the token itself) is
     // tokens[num_tokens_known]: stop ids, detokenizer, matchers, limits, then an event.
+    // Sets the grammar's disallowed tokens of `row` to -inf; false when it allows none.
+    bool apply_grammar_mask(Sequence& seq, std::span<float> row);
     // `logprobs`: the token's, when the request asked for them (else null).
     void on_token(Sequence& seq, int32_t token, const sampling::TokenLogprobs* logprobs);
     void emit(Sequence& seq, std::vector<int32_t> token_ids, std::string text, FinishReason finish,

@@ -35,8 +35,9 @@ void Engine::Impl::pipelined_step() {
 // placeholders must be submitted, never run synchronously.
 bool Engine::Impl::every_runner_picked() const {
     return std::all_of(seqs_.begin(), seqs_.end(), [&](const auto& seq) {
-        return seq->state.status == scheduler::SeqStatus::kFinished || seq->request.sampling.is_plain_greedy() ||
-               (runner_->samples_on_device() && seq->sampler.device_samplable());
+        if (seq->state.status == scheduler::SeqStatus::kFinished) return true;
+        if (seq->matcher) return false;  // its mask for step N + 1 needs step N's token: synchronous
+        return seq->request.sampling.is_plain_greedy() || (runner_->samples_on_device() && seq->sampler.device_samplable());
     });
 }
 

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "grammar/compiled_grammar.h"
+#include "grammar/tokenizer_info.h"
 #include "sampling/logprobs.h"
 #include "sampling/sampling_params.h"
 
@@ -68,6 +70,11 @@ struct Request {
     // >= 0: each generated token's logprobs (sampling/logprobs.h: the raw distribution) with this many
     // of the most likely tokens (at most sampling::kMaxTopLogprobs); -1: none.
     int num_logprobs = -1;
+    // Constrained decoding (response_format, grammar): every generated token is one the grammar allows
+    // after the ones before; an EOS id only where the text so far is a complete match. Both set or
+    // neither; grammar_vocab is the model's vocabulary (one per server).
+    std::shared_ptr<const grammar::CompiledGrammar> grammar;
+    std::shared_ptr<const grammar::TokenizerInfo> grammar_vocab;
     std::shared_ptr<TokenSink> sink;
 };
 

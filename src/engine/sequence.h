@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "engine/request.h"
+#include "grammar/grammar_matcher.h"
 #include "engine/text_matcher.h"
 #include "sampling/sampler.h"
 #include "scheduler/seq_state.h"
@@ -27,6 +28,9 @@ struct Sequence {
         state.arrival = request.arrival;
         state.num_tokens = static_cast<int>(tokens.size());
         num_tokens_known = state.num_tokens;
+        if (request.grammar && request.grammar_vocab) {
+            matcher = std::make_unique<grammar::GrammarMatcher>(request.grammar, request.grammar_vocab);
+        }
     }
 
     int num_prompt_tokens() const { return static_cast<int>(request.prompt.size()); }
@@ -66,6 +70,10 @@ struct Sequence {
     TextMatcher stop_matcher;     // stop strings
     TextMatcher filter_matcher;   // output deny-list
     Clock::time_point first_token_time{};
+    // Constrained decoding: the grammar's state after the generated tokens (null: unconstrained).
+    // Such a sequence is sampled on the host from a masked logits row, in synchronous steps.
+    std::unique_ptr<grammar::GrammarMatcher> matcher;
+    std::vector<uint32_t> mask;   // scratch: the next token's bitmask
 };
 
 }  // namespace hichat::engine

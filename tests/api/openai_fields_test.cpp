@@ -100,9 +100,6 @@ INSTANTIATE_TEST_SUITE_P(Table, RefusedField, testing::ValuesIn(refused_rules())
 // The values clients actually send for the features HiChat does not have.
 TEST(OpenAiFields, RealisticRequestsForMissingFeaturesAreRefused) {
     const std::pair<const char*, const char*> chat[] = {
-        {"response_format", R"({"type":"json_object"})"},
-        {"response_format", R"({"type":"json_schema","json_schema":{"name":"x","schema":{"type":"object"}}})"},
-        {"response_format", R"({"type":5})"},
         {"tools", R"([{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}])"},
         {"tool_choice", R"("required")"},
         {"tool_choice", R"({"type":"function","function":{"name":"f"}})"},

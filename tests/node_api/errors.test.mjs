@@ -114,8 +114,6 @@ test('special-token strings typed by a user are plain text', async () => {
 
 // OpenAI fields HiChat does not implement are refused by name, through the official client.
 const unsupportedChat = [
-  ['response_format', { response_format: { type: 'json_object' } }],
-  ['response_format', { response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'object' } } } }],
   ['tools', { tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: {} } } }] }],
   ['tool_choice', { tool_choice: 'required' }],
   ['logit_bias', { logit_bias: { 65: -100 } }],
