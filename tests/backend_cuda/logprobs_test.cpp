@@ -79,3 +79,46 @@ TEST_F(RowLogprobsTest, BadSizesAreErrorsAndNoRowsIsANoOp) {
 
 }  // namespace
 }  // namespace hichat::cuda::testing
+
+namespace hichat::cuda::testing {
+namespace {
+
+class TokenBitmaskTest : public CudaTest {};
+
+// Against the obvious loop: masked rows lose exactly their zero bits; unmasked rows keep everything.
+TEST_F(TokenBitmaskTest, DisallowedLogitsBecomeMinusInfinity) {
+    const uint32_t seed = fresh_seed();
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937 rng(seed);
+    for (int vocab : {1, 31, 32, 33, 1000, 128256}) {
+        const int rows = 5, words = (vocab + 31) / 32 + 1;  // one spare word: masks may be wider
+        std::vector<float> logits = random_floats(rng, static_cast<size_t>(rows) * vocab, -5, 5);
+        std::vector<uint32_t> masks(static_cast<size_t>(3) * words);
+        for (size_t i = 0; i < masks.size(); ++i) {
+            masks[i] = i % 7 == 0 ? 0xffffffffu : i % 5 == 0 ? 0u : static_cast<uint32_t>(rng());
+        }
+        const std::vector<int32_t> mask_of_row = {2, -1, 0, 1, 0};
+        DeviceBuffer d_logits = upload(logits), d_masks = upload(masks), d_rows = upload(mask_of_row);
+        CUDA_CHECK(apply_token_bitmask(static_cast<float*>(d_logits.data()), rows, vocab,
+                                       static_cast<const uint32_t*>(d_masks.data()), words,
+                                       static_cast<const int32_t*>(d_rows.data()), nullptr));
+        const std::vector<float> got = download<float>(d_logits, logits.size());
+        for (int r = 0; r < rows; ++r) {
+            for (int i = 0; i < vocab; ++i) {
+                const size_t at = static_cast<size_t>(r) * vocab + i;
+                const int m = mask_of_row[r];
+                const bool allowed = m < 0 || (masks[static_cast<size_t>(m) * words + i / 32] >> (i % 32) & 1u);
+                if (allowed) {
+                    ASSERT_EQ(got[at], logits[at]) << "vocab " << vocab << " row " << r << " token " << i;
+                } else {
+                    ASSERT_EQ(got[at], -kInf) << "vocab " << vocab << " row " << r << " token " << i;
+                }
+            }
+        }
+    }
+    EXPECT_EQ(apply_token_bitmask(nullptr, 0, 10, nullptr, 1, nullptr, nullptr), cudaSuccess);
+    EXPECT_EQ(apply_token_bitmask(nullptr, 1, 64, nullptr, 1, nullptr, nullptr), cudaErrorInvalidValue);
+}
+
+}  // namespace
+}  // namespace hichat::cuda::testing

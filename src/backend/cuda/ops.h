@@ -117,6 +117,12 @@ size_t sample_rows_workspace_bytes(int rows, int vocab);
 cudaError_t sample_rows(const float* logits, int rows, int vocab, const SampleRowParams* params, int32_t* out,
                         void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
+// Constrained decoding: for each row r of logits [rows, vocab] fp32 with mask_of_row[r] = m >= 0, the
+// logits of tokens whose bit is 0 in masks[m] (mask_words uint32 per mask, bit i % 32 of word i / 32)
+// become -inf; rows with m < 0 are untouched. Device pointers; mask_words >= ceil(vocab / 32).
+cudaError_t apply_token_bitmask(float* logits, int rows, int vocab, const uint32_t* masks, int mask_words,
+                                const int32_t* mask_of_row, cudaStream_t stream);
+
 // The logprobs of rows whose tokens are chosen (sampling/logprobs.h has the rule): per row i of logits
 // [rows, vocab] fp32, out[i] = log_softmax of the row at chosen[i] (device, [rows]) and its num_top
 // (<= kMaxTopLogprobsDevice) largest entries, value descending, equal values by lower index. NaN logits
