@@ -1,10 +1,10 @@
 #include "scheduler/scheduler.h"
 
 #include <algorithm>
+#include <optional>
+#include <span>
 #include <string>
 #include <unordered_set>
-
-#include <optional>
 
 #include "base/check.h"
 
@@ -138,10 +138,12 @@ bool Scheduler::allocate_for_admission(SeqState& seq, int reserve) {
 // / block size, block_keys.size()) of each. Built once per step, only when some sequence waits.
 class Scheduler::BlocksInProgress {
 public:
-    BlocksInProgress(const std::vector<SeqState*>& running, int block_size) : block_size_(block_size) {
+    BlocksInProgress(std::span<SeqState* const> running, std::span<SeqState* const> admitted, int block_size)
+        : block_size_(block_size) {
         for (const SeqState* s : running) {
             if (s->status == SeqStatus::kRunning) add(*s);
         }
+        for (const SeqState* s : admitted) add(*s);
     }
     void add(const SeqState& s) {
         for (size_t i = static_cast<size_t>(s.num_tokens_cached / block_size_); i < s.block_keys.size(); ++i) {
@@ -167,12 +169,13 @@ bool Scheduler::held_back(const SeqState& seq, const BlocksInProgress& in_progre
 // sequence held back (cold duplicate) is passed over this step without taking anything.
 void Scheduler::admit_waiting(std::vector<SeqState*>& waiting, const std::vector<SeqState*>& running, int num_running,
                               StepPlan& plan, int& budget) {
-    std::optional<BlocksInProgress> in_progress;
+    std::optional<BlocksInProgress> in_progress;  // built at the first sequence that has block keys
+    std::vector<SeqState*> admitted;
     for (SeqState* seq : waiting) {
         if (std::find(plan.preempted.begin(), plan.preempted.end(), seq) != plan.preempted.end()) continue;
         if (num_running >= config_.max_num_seqs || budget <= 0) break;
         if (blocks_.prefix_caching() && !seq->block_keys.empty()) {
-            if (!in_progress) in_progress.emplace(running, blocks_.block_size_tokens());
+            if (!in_progress) in_progress.emplace(running, admitted, blocks_.block_size_tokens());
             if (held_back(*seq, *in_progress)) {
                 ++prefix_stats_.held_back_steps;
                 continue;
@@ -185,6 +188,7 @@ void Scheduler::admit_waiting(std::vector<SeqState*>& waiting, const std::vector
         plan.chunks.push_back({seq, n});
         budget -= n;
         ++num_running;
+        admitted.push_back(seq);
         if (in_progress) in_progress->add(*seq);  // it now computes its blocks for those after it
     }
 }
