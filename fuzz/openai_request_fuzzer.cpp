@@ -73,6 +73,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto valid = request.sampling.validate();
     require(valid.ok(), "accepted sampling parameters fail SamplingParams::validate: " + valid.message());
     if (request.max_tokens) require(*request.max_tokens > 0, "accepted max_tokens <= 0");
+    require(request.n >= 1 && request.n <= hichat::api::kMaxChoices, "accepted n " + std::to_string(request.n));
+    const auto& bias = request.sampling.logit_bias;
+    require(bias.size() <= static_cast<size_t>(hichat::api::kMaxLogitBiasEntries), "accepted a logit_bias too large");
+    for (size_t i = 1; i < bias.size(); ++i) require(bias[i - 1].token < bias[i].token, "logit_bias not sorted or repeated");
     const Model& model = default_model();
     std::vector<int32_t> ids;
     if (auto e = model.prompts->build(request, ids)) {

@@ -1,16 +1,10 @@
 #include "api/generation_sink.h"
 
+#include <algorithm>
+
+#include "base/check.h"
+
 namespace hichat::api {
-namespace {
-
-Usage usage_of(const engine::TokenEvent& event) {
-    return {.prompt_tokens = event.num_prompt_tokens,
-            .completion_tokens = event.num_generated_tokens,
-            .cached_tokens = event.num_cached_tokens};
-}
-
-}  // namespace
-
 std::string finish_reason_text(engine::FinishReason reason) {
     switch (reason) {
         case engine::FinishReason::kStop: return "stop";
@@ -44,9 +38,24 @@ std::optional<ApiError> finish_error(engine::FinishReason reason) {
     return std::nullopt;
 }
 
+namespace {
+
+// Forwards one child's events to its choice of the merged sink.
+class ChoiceSink final : public engine::TokenSink {
+public:
+    ChoiceSink(std::shared_ptr<GenerationSink> merged, int index) : merged_(std::move(merged)), index_(index) {}
+    void on_event(engine::TokenEvent event) override { merged_->on_choice_event(index_, std::move(event)); }
+
+private:
+    std::shared_ptr<GenerationSink> merged_;
+    int index_;
+};
+
+}  // namespace
+
 GenerationSink::GenerationSink(std::shared_ptr<ResponseWriter> writer, ResponseIds ids, bool stream,
                                bool include_usage, SinkContext context, AccessRecord record, QuotaLease lease,
-                               std::optional<LogprobsJson> logprobs)
+                               int num_choices, std::optional<LogprobsJson> logprobs)
     : writer_(std::move(writer)),
       ids_(std::move(ids)),
       stream_(stream),
@@ -55,95 +64,177 @@ GenerationSink::GenerationSink(std::shared_ptr<ResponseWriter> writer, ResponseI
       record_(std::move(record)),
       lease_(std::move(lease)),
       arrival_(std::chrono::steady_clock::now()),
-      logprobs_(std::move(logprobs)) {
-    if (stream_) delta_format_ = delta_chunk_format(ids_);
-    if (logprobs_) logprobs_body_ = empty_logprobs();
+      logprobs_(std::move(logprobs)),
+      choices_(static_cast<size_t>(num_choices)) {
+    CHECK_GE(num_choices, 1);
+    if (logprobs_) {
+        for (Choice& c : choices_) c.logprobs = empty_logprobs();
+    }
+    if (stream_) {
+        for (size_t i = 0; i < choices_.size(); ++i) choices_[i].delta_format = delta_chunk_format(ids_, static_cast<int>(i));
+    }
 }
 
 nlohmann::ordered_json GenerationSink::empty_logprobs() const {
     return ids_.endpoint == Endpoint::kChatCompletions ? LogprobsJson::empty_chat() : LogprobsJson::empty_completion();
 }
 
-void GenerationSink::append_logprobs(const engine::TokenEvent& event, nlohmann::ordered_json& out) {
+void GenerationSink::append_logprobs(Choice& c, const engine::TokenEvent& event, nlohmann::ordered_json& out) const {
     if (ids_.endpoint == Endpoint::kChatCompletions) {
         logprobs_->append_chat(event.token_ids, event.logprobs, out["content"]);
     } else {
-        logprobs_->append_completion(event.token_ids, event.logprobs, text_offset_, out);
+        logprobs_->append_completion(event.token_ids, event.logprobs, c.text_offset, out);
     }
 }
 
-void GenerationSink::on_event(engine::TokenEvent event) {
-    if (!event.token_ids.empty()) observe_token_timing();
-    const bool last = event.finish != engine::FinishReason::kNone;
-    const std::optional<ApiError> error = last ? finish_error(event.finish) : std::nullopt;
-    if (last) annotate_access(event, error);  // before the response ends
-    if (stream_) {
-        write_stream(event, error);
-    } else {
-        text_ += event.text;
-        if (logprobs_) append_logprobs(event, logprobs_body_);
-    }
-    if (last) finish(event, error);
+std::shared_ptr<engine::TokenSink> GenerationSink::choice_sink(int index) {
+    CHECK(index >= 0 && static_cast<size_t>(index) < choices_.size()) << "choice " << index;
+    return std::make_shared<ChoiceSink>(shared_from_this(), index);
 }
 
-void GenerationSink::observe_token_timing() {
+void GenerationSink::on_event(engine::TokenEvent event) { on_choice_event(0, std::move(event)); }
+
+void GenerationSink::on_choice_event(int index, engine::TokenEvent event) {
+    bool cancel = false;
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        cancel = merge(index, event);
+    }
+    if (cancel && cancel_children_) cancel_children_();
+}
+
+bool GenerationSink::merge(int index, const engine::TokenEvent& event) {
+    CHECK(index >= 0 && static_cast<size_t>(index) < choices_.size()) << "choice " << index;
+    Choice& c = choices_[static_cast<size_t>(index)];
+    CHECK(!c.ended) << "choice " << index << " got an event after its last";
+    if (!event.token_ids.empty()) observe_token_timing(c);
+    num_prompt_tokens_ = event.num_prompt_tokens;
+    c.num_generated_tokens = event.num_generated_tokens;
+    if (event.num_generated_tokens > 0) c.ttft_ms = event.ttft_ms;
+    if (!response_ended_) {
+        if (stream_) {
+            write_delta(index, event);
+        } else {
+            c.text += event.text;
+            if (logprobs_) append_logprobs(c, event, c.logprobs);
+        }
+    }
+    if (event.finish == engine::FinishReason::kNone) return false;
+    c.ended = true;
+    c.num_cached_tokens = event.num_cached_tokens;
+    ++num_ended_;
+    const bool last = num_ended_ == static_cast<int>(choices_.size());
+    bool cancel_others = false;
+    if (!response_ended_) {
+        if (const std::optional<ApiError> error = finish_error(event.finish)) {
+            end_with_error(*error);
+            cancel_others = !last;
+        } else {
+            c.finish_reason = finish_reason_text(event.finish);
+            if (stream_) writer_->write(finish_chunk(ids_, c.finish_reason, index));
+            if (last) end_normally();
+        }
+    }
+    if (last) account_finished_request(context_, totals(), arrival_, record_.key_id, lease_);
+    return cancel_others;
+}
+
+void GenerationSink::observe_token_timing(Choice& choice) {
     const auto now = std::chrono::steady_clock::now();
-    if (context_.metrics != nullptr && last_token_time_) {
-        context_.metrics->observe_inter_token_latency(std::chrono::duration<double>(now - *last_token_time_).count());
+    if (context_.metrics != nullptr && choice.last_token_time) {
+        context_.metrics->observe_inter_token_latency(std::chrono::duration<double>(now - *choice.last_token_time).count());
     }
-    last_token_time_ = now;
+    choice.last_token_time = now;
 }
 
 // One chunk per generated token (its text may be empty while a character or a possible stop string
-// is held back), so that clients can measure inter-token latency. An error ends the stream with an
-// error event in place of the finish and usage chunks.
-void GenerationSink::write_stream(const engine::TokenEvent& event, const std::optional<ApiError>& error) {
+// is held back), so that clients can measure inter-token latency.
+void GenerationSink::write_delta(int index, const engine::TokenEvent& event) {
     // The stream starts with the engine's first event, so that a request the engine refuses (queue
     // full, shutting down) still gets its HTTP error status.
     if (!writer_->response_started()) {
         writer_->start_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}, {"X-Request-Id", ids_.id}});
     }
+    Choice& c = choices_[static_cast<size_t>(index)];
     if (logprobs_ && !event.token_ids.empty()) {  // the slow path: the whole chunk built as JSON
         nlohmann::ordered_json lp = empty_logprobs();
-        append_logprobs(event, lp);
-        writer_->write(delta_chunk_with_logprobs(ids_, event.text, first_chunk_, lp));
-        first_chunk_ = false;
+        append_logprobs(c, event, lp);
+        writer_->write(delta_chunk_with_logprobs(ids_, index, event.text, c.first_chunk, lp));
+        c.first_chunk = false;
     } else if (!event.token_ids.empty() || !event.text.empty()) {
-        writer_->write(delta_chunk(delta_format_, event.text, first_chunk_));
-        first_chunk_ = false;
+        writer_->write(delta_chunk(c.delta_format, event.text, c.first_chunk));
+        c.first_chunk = false;
     }
-    if (event.finish == engine::FinishReason::kNone) return;
-    if (error) {
-        writer_->write(error_chunk(*error));
+}
+
+// Streamed: an error event in place of the remaining finish chunks and the usage chunk, then [DONE].
+void GenerationSink::end_with_error(const ApiError& error) {
+    response_ended_ = true;
+    annotate_access(error);
+    if (stream_) {
+        writer_->write(error_chunk(error));
+        writer_->write(kDoneChunk);
+        writer_->finish();
     } else {
-        writer_->write(finish_chunk(ids_, finish_reason_text(event.finish)));
-        if (include_usage_) writer_->write(usage_chunk(ids_, usage_of(event)));
+        writer_->send(error.http_status, "application/json", error.to_json(), {{"X-Request-Id", ids_.id}});
     }
-    writer_->write(kDoneChunk);
-    writer_->finish();
+}
+
+void GenerationSink::end_normally() {
+    response_ended_ = true;
+    annotate_access(std::nullopt);
+    if (stream_) {
+        if (include_usage_) writer_->write(usage_chunk(ids_, usage()));
+        writer_->write(kDoneChunk);
+        writer_->finish();
+        return;
+    }
+    std::vector<ChoiceOutput> outputs;
+    outputs.reserve(choices_.size());
+    for (Choice& c : choices_) {
+        outputs.push_back({std::move(c.text), c.finish_reason,
+                           logprobs_ ? std::optional<nlohmann::ordered_json>(std::move(c.logprobs)) : std::nullopt});
+    }
+    writer_->send(200, "application/json", completion_body(ids_, outputs, usage()), {{"X-Request-Id", ids_.id}});
 }
 
 // The access log (its status is the one the HTTP layer sent: 200 for a streamed error) gets, for an
-// error, its code in place of the finish reason.
-void GenerationSink::annotate_access(const engine::TokenEvent& event, const std::optional<ApiError>& error) {
-    record_.num_tokens_prompt = event.num_prompt_tokens;
-    record_.num_tokens_completion = event.num_generated_tokens;
-    if (event.num_generated_tokens > 0) record_.ttft_ms = event.ttft_ms;
-    record_.finish_reason = error ? error->code : finish_reason_text(event.finish);
+// error, its code in place of the finish reason; with several choices, their reasons joined by ','
+// when they differ.
+void GenerationSink::annotate_access(const std::optional<ApiError>& error) {
+    const engine::TokenEvent t = totals();
+    record_.num_tokens_prompt = t.num_prompt_tokens;
+    record_.num_tokens_completion = t.num_generated_tokens;
+    if (t.num_generated_tokens > 0) record_.ttft_ms = t.ttft_ms;
+    if (error) {
+        record_.finish_reason = error->code;
+    } else {
+        std::string reasons = choices_[0].finish_reason;
+        bool all_same = true;
+        for (const Choice& c : choices_) all_same = all_same && c.finish_reason == reasons;
+        for (size_t i = 1; !all_same && i < choices_.size(); ++i) reasons += "," + choices_[i].finish_reason;
+        record_.finish_reason = reasons;
+    }
     writer_->annotate(record_);
 }
 
-void GenerationSink::finish(const engine::TokenEvent& event, const std::optional<ApiError>& error) {
-    const std::string reason = error ? error->code : finish_reason_text(event.finish);
-    const int status = error && !stream_ ? error->http_status : 200;
-    if (!stream_ && error) {
-        writer_->send(status, "application/json", error->to_json(), {{"X-Request-Id", ids_.id}});
-    } else if (!stream_) {
-        writer_->send(200, "application/json",
-                      completion_body(ids_, text_, reason, usage_of(event), logprobs_ ? &logprobs_body_ : nullptr),
-                      {{"X-Request-Id", ids_.id}});
+engine::TokenEvent GenerationSink::totals() const {
+    engine::TokenEvent t;
+    t.num_prompt_tokens = num_prompt_tokens_;
+    for (const Choice& c : choices_) {
+        if (c.num_generated_tokens > 0 && (t.num_generated_tokens == 0 || c.ttft_ms < t.ttft_ms)) t.ttft_ms = c.ttft_ms;
+        t.num_generated_tokens += c.num_generated_tokens;
     }
-    account_finished_request(context_, event, arrival_, record_.key_id, lease_);
+    return t;
+}
+
+// Prompt tokens once; of them cached, the fewest any choice found: the prompt's own hit (the children
+// after the first find it cached because the first computed it for this very request).
+Usage GenerationSink::usage() const {
+    const engine::TokenEvent t = totals();
+    int cached = choices_[0].num_cached_tokens;
+    for (const Choice& c : choices_) cached = std::min(cached, c.num_cached_tokens);
+    return {.prompt_tokens = t.num_prompt_tokens, .completion_tokens = t.num_generated_tokens, .cached_tokens = cached};
 }
 
 void account_finished_request(const SinkContext& context, const engine::TokenEvent& final_event,

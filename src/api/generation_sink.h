@@ -1,13 +1,27 @@
-// GenerationSink: carries one request's engine events to its HTTP response: SSE chunks as tokens
+// GenerationSink: carries one API request's engine events to its HTTP response: SSE chunks as tokens
 // arrive, or one JSON body at the end; then metrics, the access-log annotation of the response (the
 // HTTP server's exchange observer writes the line) and the quota release.
-// Called on the engine thread only (TokenSink contract); never blocks (ResponseWriter queues bytes).
+//
+// A request with n choices runs as n engine requests (children). Each child reports to its
+// choice_sink(i), and this sink merges them: streamed, chunks interleave, one choice per chunk with its
+// index, each choice its own finish chunk, then after the last choice the usage chunk
+// (include_usage) and one [DONE]; non-streamed, one body with choices[i] in index order. The request
+// is accounted once, when every child has ended: prompt tokens once, completion tokens summed over
+// the choices. An error end of any child (deadline, shutdown) ends the whole response as a single
+// request's error does, and the other children are cancelled (set_cancel_children).
+//
+// Called on the engine thread only (TokenSink contract: every child's events come from the one engine
+// thread, so the mutex that guards the merged state is uncontended); never blocks (ResponseWriter
+// queues bytes).
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "api/logprobs_json.h"
 #include "api/telemetry/access_record.h"
@@ -31,38 +45,67 @@ void account_finished_request(const SinkContext& context, const engine::TokenEve
                               std::chrono::steady_clock::time_point arrival, const std::optional<KeyId>& key,
                               QuotaLease& lease);
 
-class GenerationSink final : public engine::TokenSink {
+class GenerationSink final : public engine::TokenSink, public std::enable_shared_from_this<GenerationSink> {
 public:
-    // `logprobs`: set when the request asked for them (each token event then carries its entries).
     GenerationSink(std::shared_ptr<ResponseWriter> writer, ResponseIds ids, bool stream, bool include_usage,
-                   SinkContext context, AccessRecord record, QuotaLease lease,
+                   SinkContext context, AccessRecord record, QuotaLease lease, int num_choices = 1,
                    std::optional<LogprobsJson> logprobs = std::nullopt);
 
+    // The events of choice 0 (a request with one choice can take this sink as its TokenSink).
     void on_event(engine::TokenEvent event) override;
+    // The events of choice `index` in [0, num_choices).
+    void on_choice_event(int index, engine::TokenEvent event);
+    // The TokenSink of child `index` (it holds this sink). The sink must be owned by a shared_ptr.
+    std::shared_ptr<engine::TokenSink> choice_sink(int index);
+    // Run once, on the engine thread and outside the lock, when a child ends with an error while others
+    // still run: it cancels them (Engine::cancel of every child). Set before the children are submitted.
+    void set_cancel_children(std::function<void()> cancel) { cancel_children_ = std::move(cancel); }
 
 private:
-    void write_stream(const engine::TokenEvent& event, const std::optional<ApiError>& error);
-    void annotate_access(const engine::TokenEvent& event, const std::optional<ApiError>& error);  // on the writer
-    void finish(const engine::TokenEvent& event, const std::optional<ApiError>& error);
-    void observe_token_timing();
+    struct Choice {
+        DeltaChunkFormat delta_format;   // streamed responses
+        bool first_chunk = true;
+        std::string text;                // non-streamed responses
+        std::string finish_reason;       // set when it ends with an OpenAI finish reason
+        bool ended = false;
+        int num_generated_tokens = 0;    // so far
+        int num_cached_tokens = 0;       // prompt tokens its admission took from the prefix cache
+        double ttft_ms = 0;              // set once it has a token
+        std::optional<std::chrono::steady_clock::time_point> last_token_time;
+        nlohmann::ordered_json logprobs;  // non-streamed responses with logprobs: every token's entries
+        int64_t text_offset = 0;          // completions logprobs: code points of the tokens so far
+    };
+
+    // Returns whether the other children must be cancelled (this one ended the response with an error).
+    bool merge(int index, const engine::TokenEvent& event);
+    void write_delta(int index, const engine::TokenEvent& event);
+    void end_with_error(const ApiError& error);
+    void end_normally();
+    void annotate_access(const std::optional<ApiError>& error);  // on the writer, before the response ends
+    void observe_token_timing(Choice& choice);
     // Appends the event's token entries to `out` (the endpoint's logprobs object).
-    void append_logprobs(const engine::TokenEvent& event, nlohmann::ordered_json& out);
+    void append_logprobs(Choice& choice, const engine::TokenEvent& event, nlohmann::ordered_json& out) const;
     nlohmann::ordered_json empty_logprobs() const;
+    // The whole request's figures as one final event: prompt tokens once, completion tokens summed, the
+    // first token of any choice.
+    engine::TokenEvent totals() const;
+    Usage usage() const;
 
     std::shared_ptr<ResponseWriter> writer_;
     ResponseIds ids_;
-    DeltaChunkFormat delta_format_;  // streamed responses
     bool stream_, include_usage_;
     SinkContext context_;
     AccessRecord record_;
     QuotaLease lease_;
     std::chrono::steady_clock::time_point arrival_;
-    std::optional<std::chrono::steady_clock::time_point> last_token_time_;
-    bool first_chunk_ = true;
-    std::string text_;  // non-streamed responses
-    std::optional<LogprobsJson> logprobs_;
-    nlohmann::ordered_json logprobs_body_;   // non-streamed responses: every token's entries
-    int64_t text_offset_ = 0;                // completions: code points of the tokens so far
+    std::function<void()> cancel_children_;
+    std::optional<LogprobsJson> logprobs_;   // set when the request asked for logprobs
+
+    std::mutex mu_;                  // guards everything below
+    std::vector<Choice> choices_;    // [num_choices]
+    int num_prompt_tokens_ = 0;
+    int num_ended_ = 0;
+    bool response_ended_ = false;    // the last bytes are queued: by the last choice or an error
 };
 
 // The OpenAI finish_reason ("stop", "length", "content_filter") of a request the engine finished; empty

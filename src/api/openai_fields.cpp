@@ -36,7 +36,7 @@ constexpr std::array kSharedRules = std::to_array<FieldRule>({
     {"presence_penalty", kImplemented},
     {"max_tokens", kImplemented},
     {"max_completion_tokens", kImplemented},  // on completions too
-    {"n", kImplemented},                      // 1 only: the parser refuses others as unsupported
+    {"n", kImplemented},                      // 1 to kMaxChoices
     {"seed", kImplemented},
     {"stop", kImplemented},
     {"stream", kImplemented},
@@ -50,7 +50,7 @@ constexpr std::array kSharedRules = std::to_array<FieldRule>({
     {"priority", kImplemented},
     {"grammar", kImplemented},  // GBNF, as llama.cpp
     {"user", kNoOp, is_string, "a string"},
-    {"logit_bias", kRefused, is_empty_object, "{}"},
+    {"logit_bias", kImplemented},
 });
 
 // The chat completions request body: the shared fields and these.

@@ -9,7 +9,7 @@
 //   refused      a 400 naming it (code "unsupported_field"), unless its value asks for nothing: null, or
 //                the one "off" value listed in the rule (`logprobs: false`, `tools: []`, `echo: false`,
 //                `response_format: {"type": "text"}`, ...), which is accepted because it describes exactly
-//                what HiChat does. `n` and `best_of` other than 1 are refused the same way.
+//                what HiChat does. `best_of` other than 1 is refused the same way.
 // A key that no rule names is outside the schema: it is ignored, and parse_generation_request names
 // all such keys of a request in one log line (as vLLM does).
 #pragma once

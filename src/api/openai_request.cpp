@@ -304,16 +304,59 @@ void parse_grammar(Parser& p) {
                                 .param = "response_format.json_schema.schema"};
 }
 
+// A token id as OpenAI's logit_bias keys spell it: decimal digits, at most 2^31 - 1.
+std::optional<int32_t> token_id_key(const std::string& key) {
+    if (key.empty() || key.size() > 10 || !std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+        return std::nullopt;
+    }
+    const int64_t v = std::stoll(key);
+    if (v > INT32_MAX) return std::nullopt;
+    return static_cast<int32_t>(v);
+}
+
+// {"token id": bias}: at most kMaxLogitBiasEntries, biases in [-100, 100], each token once. Whether the
+// ids are in the vocabulary is the service's check (the parser knows no model).
+void parse_logit_bias(Parser& p) {
+    const Json* bias = p.field("logit_bias");
+    if (bias == nullptr) return;
+    if (!bias->is_object()) {
+        return p.fail("logit_bias", "logit_bias must be an object mapping token ids (strings) to numbers in [-100, 100]");
+    }
+    if (bias->size() > static_cast<size_t>(kMaxLogitBiasEntries)) {
+        return p.fail("logit_bias", "logit_bias may hold at most " + std::to_string(kMaxLogitBiasEntries) +
+                                        " entries, got " + std::to_string(bias->size()));
+    }
+    std::vector<sampling::TokenBias>& out = p.out.sampling.logit_bias;
+    for (auto it = bias->begin(); it != bias->end(); ++it) {
+        const std::optional<int32_t> token = token_id_key(it.key());
+        if (!token) {
+            return p.fail("logit_bias", "logit_bias keys must be token ids (decimal integers in [0, 2147483647]), got " +
+                                            Json(it.key().substr(0, 32)).dump(-1, ' ', false, Json::error_handler_t::replace));
+        }
+        const double v = it->is_number() ? it->get<double>() : NAN;
+        if (!std::isfinite(v) || v < -kMaxLogitBias || v > kMaxLogitBias) {
+            return p.fail("logit_bias", "logit_bias values must be numbers in [-100, 100], got " + it->dump() +
+                                            " for token " + std::to_string(*token));
+        }
+        out.push_back({.token = *token, .bias = static_cast<float>(v)});
+    }
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.token < b.token; });
+    for (size_t i = 1; i < out.size(); ++i) {
+        if (out[i].token == out[i - 1].token) {
+            return p.fail("logit_bias", "logit_bias names token " + std::to_string(out[i].token) + " twice");
+        }
+    }
+}
+
 void parse_limits_and_options(Parser& p) {
     int64_t max_tokens = -1;
     const char* max_name = p.field("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
     p.integer(max_name, max_tokens, 1, INT32_MAX);
     if (max_tokens > 0) p.out.max_tokens = static_cast<int>(max_tokens);
     p.out.max_tokens_field = max_name;
-    // n: one choice per request; any other integer is a feature HiChat does not have yet.
-    if (auto n = p.integer_bits("n", std::numeric_limits<int64_t>::min(), UINT64_MAX); n && *n != 1) {
-        p.fail(unsupported_field("n", "1"));
-    }
+    int64_t n = 1;
+    p.integer("n", n, 1, kMaxChoices);
+    p.out.n = static_cast<int>(n);
     int64_t priority = 0;
     p.integer("priority", priority, -1000000, 1000000);
     p.out.priority = static_cast<int>(priority);
@@ -417,6 +460,7 @@ std::optional<ApiError> parse_fields(Endpoint endpoint, const Json& json, Genera
     }
     if (!p.failed()) parse_stop(p);
     if (!p.failed()) parse_sampling(p);
+    if (!p.failed()) parse_logit_bias(p);
     if (!p.failed()) parse_limits_and_options(p);
     if (!p.failed()) parse_logprobs(p);
     if (!p.failed()) parse_grammar(p);

@@ -24,7 +24,8 @@ struct GenerationRequest {
     std::vector<tokenizer::ChatMessage> messages;     // chat: control characters stripped
     std::string prompt;                               // completions (text prompt)
     std::vector<int32_t> prompt_ids;                  // completions given token ids instead
-    sampling::SamplingParams sampling;
+    sampling::SamplingParams sampling;                // logit_bias ids checked against the vocabulary later
+    int n = 1;                                        // choices: the engine runs n children (seeds seed + i)
     std::optional<int> max_tokens;                    // unset: as many as the context allows
     std::string max_tokens_field = "max_tokens";      // the name the client gave it (for errors)
     std::vector<std::string> stop;
@@ -39,6 +40,13 @@ struct GenerationRequest {
     std::optional<GrammarSpec> grammar;
     std::vector<std::string> ignored_fields;          // keys outside the OpenAI schema, as params ("messages[0].x")
 };
+
+// `n` at most: each choice is one engine sequence.
+inline constexpr int kMaxChoices = 16;
+// OpenAI's limit on logit_bias entries.
+inline constexpr int kMaxLogitBiasEntries = 300;
+// logit_bias values lie in [-kMaxLogitBias, kMaxLogitBias].
+inline constexpr double kMaxLogitBias = 100.0;
 
 // Bodies nesting arrays and objects deeper than this are refused before they are parsed. A chat body
 // needs 5 levels (body, messages, message, content, part).

@@ -29,8 +29,8 @@ std::string sse(const Json& j) {
     return "data: " + j.dump(-1, ' ', false, Json::error_handler_t::replace) + "\n\n";
 }
 
-Json choice(const ResponseIds& ids, const Json& content_field, const Json& finish_reason) {
-    Json c = {{"index", 0}};
+Json choice(const ResponseIds& ids, int index, const Json& content_field, const Json& finish_reason) {
+    Json c = {{"index", index}};
     if (ids.endpoint == Endpoint::kChatCompletions) {
         c["delta"] = content_field;
     } else {
@@ -43,35 +43,44 @@ Json choice(const ResponseIds& ids, const Json& content_field, const Json& finis
 
 }  // namespace
 
-std::string completion_body(const ResponseIds& ids, const std::string& text, const std::string& finish_reason,
-                            const Usage& usage, const Json* logprobs) {
+std::string completion_body(const ResponseIds& ids, std::span<const ChoiceOutput> choices, const Usage& usage) {
     Json j = envelope(ids, false);
-    Json c = {{"index", 0}};
-    if (ids.endpoint == Endpoint::kChatCompletions) {
-        c["message"] = {{"role", "assistant"}, {"content", text}};
-    } else {
-        c["text"] = text;
+    j["choices"] = Json::array();
+    for (size_t i = 0; i < choices.size(); ++i) {
+        Json c = {{"index", i}};
+        if (ids.endpoint == Endpoint::kChatCompletions) {
+            c["message"] = {{"role", "assistant"}, {"content", choices[i].text}};
+        } else {
+            c["text"] = choices[i].text;
+        }
+        c["logprobs"] = choices[i].logprobs ? *choices[i].logprobs : Json(nullptr);
+        c["finish_reason"] = choices[i].finish_reason;
+        j["choices"].push_back(std::move(c));
     }
-    c["logprobs"] = logprobs != nullptr ? *logprobs : Json(nullptr);
-    c["finish_reason"] = finish_reason;
-    j["choices"] = Json::array({c});
     j["usage"] = usage_json(usage);
     return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-DeltaChunkFormat delta_chunk_format(const ResponseIds& ids) {
+std::string completion_body(const ResponseIds& ids, const std::string& text, const std::string& finish_reason,
+                            const Usage& usage) {
+    const ChoiceOutput one{text, finish_reason};
+    return completion_body(ids, std::span<const ChoiceOutput>(&one, 1), usage);
+}
+
+DeltaChunkFormat delta_chunk_format(const ResponseIds& ids, int index) {
     const bool chat = ids.endpoint == Endpoint::kChatCompletions;
     std::string envelope = R"(data: {"id":)" + json_quote(ids.id);
     envelope += chat ? R"(,"object":"chat.completion.chunk","created":)" : R"(,"object":"text_completion","created":)";
     envelope += std::to_string(ids.created);
     envelope += R"(,"model":)" + json_quote(ids.model);
+    envelope += R"(,"choices":[{"index":)" + std::to_string(index);
     DeltaChunkFormat f;
     if (chat) {
-        f.first_head = envelope + R"(,"choices":[{"index":0,"delta":{"role":"assistant","content":)";
-        f.head = envelope + R"(,"choices":[{"index":0,"delta":{"content":)";
+        f.first_head = envelope + R"(,"delta":{"role":"assistant","content":)";
+        f.head = envelope + R"(,"delta":{"content":)";
         f.tail = R"(},"logprobs":null,"finish_reason":null}]})";
     } else {
-        f.first_head = f.head = envelope + R"(,"choices":[{"index":0,"text":)";
+        f.first_head = f.head = envelope + R"(,"text":)";
         f.tail = R"(,"logprobs":null,"finish_reason":null}]})";
     }
     f.tail += "\n\n";
@@ -92,7 +101,8 @@ std::string delta_chunk(const ResponseIds& ids, const std::string& text, bool fi
     return delta_chunk(delta_chunk_format(ids), text, first);
 }
 
-std::string delta_chunk_with_logprobs(const ResponseIds& ids, std::string_view text, bool first, const Json& logprobs) {
+std::string delta_chunk_with_logprobs(const ResponseIds& ids, int index, std::string_view text, bool first,
+                                      const Json& logprobs) {
     Json j = envelope(ids, true);
     Json content;
     if (ids.endpoint == Endpoint::kChatCompletions) {
@@ -100,16 +110,16 @@ std::string delta_chunk_with_logprobs(const ResponseIds& ids, std::string_view t
     } else {
         content = text;
     }
-    Json c = choice(ids, content, nullptr);
+    Json c = choice(ids, index, content, nullptr);
     c["logprobs"] = logprobs;
     j["choices"] = Json::array({c});
     return sse(j);
 }
 
-std::string finish_chunk(const ResponseIds& ids, const std::string& finish_reason) {
+std::string finish_chunk(const ResponseIds& ids, const std::string& finish_reason, int index) {
     Json j = envelope(ids, true);
     Json content = ids.endpoint == Endpoint::kChatCompletions ? Json::object() : Json("");
-    j["choices"] = Json::array({choice(ids, content, finish_reason)});
+    j["choices"] = Json::array({choice(ids, index, content, finish_reason)});
     return sse(j);
 }
 

@@ -2,8 +2,12 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
+#include <optional>
 #include <string>
 #include <string_view>
+
+#include <nlohmann/json.hpp>
 
 #include "api/openai_request.h"
 
@@ -22,27 +26,37 @@ struct Usage {
     int cached_tokens = 0;  // prompt tokens served from the prefix cache (prompt_tokens_details)
 };
 
-// Whole non-streamed response; `logprobs` (a LogprobsJson object) in place of null when not null.
+// One choice of a non-streamed response; choices[i] has index i.
+struct ChoiceOutput {
+    std::string text;
+    std::string finish_reason;
+    std::optional<nlohmann::ordered_json> logprobs;  // a LogprobsJson object, when the request asked
+};
+
+// Whole non-streamed response: every choice, then the usage (prompt tokens once, completion tokens
+// summed over the choices).
+std::string completion_body(const ResponseIds& ids, std::span<const ChoiceOutput> choices, const Usage& usage);
 std::string completion_body(const ResponseIds& ids, const std::string& text, const std::string& finish_reason,
-                            const Usage& usage, const nlohmann::ordered_json* logprobs = nullptr);
-// "data: {...}\n\n" carrying a text delta (chat: the first one also carries role "assistant").
+                            const Usage& usage);  // one choice
+// "data: {...}\n\n" carrying a text delta of choice 0 (chat: the first one also carries role "assistant").
 std::string delta_chunk(const ResponseIds& ids, const std::string& text, bool first);
 
-// The parts of a request's delta chunks that do not change from token to token, built once per
-// request: delta_chunk() then costs one allocation per token (the streaming hot path).
+// The parts of one choice's delta chunks that do not change from token to token, built once per
+// choice: delta_chunk() then costs one allocation per token (the streaming hot path).
 struct DeltaChunkFormat {
-    std::string first_head;  // "data: {...,"choices":[{"index":0,..." up to the text, first chunk
+    std::string first_head;  // "data: {...,"choices":[{"index":i,..." up to the text, first chunk
     std::string head;        // the same for the later chunks
     std::string tail;        // after the quoted text, through "\n\n"
 };
-DeltaChunkFormat delta_chunk_format(const ResponseIds& ids);
+DeltaChunkFormat delta_chunk_format(const ResponseIds& ids, int index = 0);
+// The one function that formats a streamed choice's content chunk (one choice per chunk).
 std::string delta_chunk(const DeltaChunkFormat& format, std::string_view text, bool first);
-// A delta chunk whose choice carries `logprobs` (a LogprobsJson object): built whole, for the requests
-// that asked for logprobs.
-std::string delta_chunk_with_logprobs(const ResponseIds& ids, std::string_view text, bool first,
+// A delta chunk of choice `index` whose choice carries `logprobs` (a LogprobsJson object): built whole,
+// for the requests that asked for logprobs.
+std::string delta_chunk_with_logprobs(const ResponseIds& ids, int index, std::string_view text, bool first,
                                       const nlohmann::ordered_json& logprobs);
-// The last content chunk: empty delta, finish_reason set.
-std::string finish_chunk(const ResponseIds& ids, const std::string& finish_reason);
+// The last content chunk of choice `index`: empty delta, finish_reason set.
+std::string finish_chunk(const ResponseIds& ids, const std::string& finish_reason, int index = 0);
 // The usage chunk of stream_options.include_usage (empty choices).
 std::string usage_chunk(const ResponseIds& ids, const Usage& usage);
 inline constexpr const char* kDoneChunk = "data: [DONE]\n\n";

@@ -153,6 +153,13 @@ std::optional<ApiError> OpenAiService::check_input(const GenerationRequest& g) c
                         .param = "model",
                         .code = "model_not_found"};
     }
+    const int vocab = deps_.engine->model_config().vocab_size;
+    for (const sampling::TokenBias& b : g.sampling.logit_bias) {
+        if (b.token >= vocab) {
+            return bad_field("logit_bias", "logit_bias names token " + std::to_string(b.token) +
+                                               ", outside this model's vocabulary [0, " + std::to_string(vocab) + ")");
+        }
+    }
     if (deps_.input_filter == nullptr || deps_.input_filter->empty()) return std::nullopt;
     for (size_t i = 0; i < g.messages.size(); ++i) {
         if (auto hit = deps_.input_filter->find(g.messages[i].content)) {
@@ -317,16 +324,21 @@ void OpenAiService::preprocess_and_submit(PendingGeneration& job) {
     }
     // Tokenizing a large prompt takes a while: a client that left meanwhile costs the engine nothing.
     if (w->client_gone()) return reply_error(req, w, client_closed_error(), job.key);
-    engine::Request r = make_engine_request(job, g, std::move(prompt), max_tokens);
-    r.grammar = std::move(constrained.grammar);
-    r.grammar_vocab = std::move(constrained.vocab);
-    submit(job, std::move(r));
+    std::vector<engine::Request> children = make_engine_requests(job, g, std::move(prompt), max_tokens);
+    for (engine::Request& child : children) {  // one compiled grammar; each child its own matcher
+        child.grammar = constrained.grammar;
+        child.grammar_vocab = constrained.vocab;
+    }
+    submit(job, std::move(children));
 }
 
-engine::Request OpenAiService::make_engine_request(PendingGeneration& job, GenerationRequest& g,
-                                                   std::vector<int32_t> prompt, int max_tokens) {
+// One engine request per choice (children), ids consecutive: the same prompt, cache salt, limits and
+// deadline; seeds seed + i (mod 2^64) when a seed is given, else each child's own. One GenerationSink
+// merges their events.
+std::vector<engine::Request> OpenAiService::make_engine_requests(PendingGeneration& job, GenerationRequest& g,
+                                                                 std::vector<int32_t> prompt, int max_tokens) {
     engine::Request r;
-    r.id = {next_id_.fetch_add(1)};
+    r.id = {next_id_.fetch_add(static_cast<uint64_t>(g.n))};
     r.prompt = std::move(prompt);
     r.sampling = g.sampling;
     r.max_tokens = max_tokens;
@@ -341,21 +353,38 @@ engine::Request OpenAiService::make_engine_request(PendingGeneration& job, Gener
     const std::string id = request_id_text(job.endpoint, r.id.value);
     AccessRecord record{.ts = std::chrono::system_clock::now(), .request_id = id, .key_id = job.key,
                         .method = job.request.method, .path = job.request.target, .remote = job.request.remote};
-    r.sink = std::make_shared<GenerationSink>(
+    auto sink = std::make_shared<GenerationSink>(
         job.writer, ResponseIds{id, unix_seconds(), config_.served_model_name, job.endpoint}, g.stream, g.include_usage,
-        SinkContext{deps_.metrics, deps_.quotas}, std::move(record), std::move(job.lease),
+        SinkContext{deps_.metrics, deps_.quotas}, std::move(record), std::move(job.lease), g.n,
         g.num_logprobs >= 0 ? std::optional<LogprobsJson>(LogprobsJson(*deps_.tokenizer, g.num_logprobs)) : std::nullopt);
-    return r;
+    std::vector<engine::Request> children(static_cast<size_t>(g.n), r);
+    for (int i = 0; i < g.n; ++i) {
+        engine::Request& child = children[static_cast<size_t>(i)];
+        child.id = {r.id.value + static_cast<uint64_t>(i)};
+        if (r.sampling.seed) child.sampling.seed = *r.sampling.seed + static_cast<uint64_t>(i);
+        child.sink = sink->choice_sink(i);
+    }
+    if (g.n > 1) sink->set_cancel_children(cancel_all(children));
+    return children;
 }
 
-// Pool thread. The cancellation is wired after submit: a client that left before it is seen by
-// on_client_gone(), which then cancels at once (Engine::cancel of an unknown id would be lost).
-void OpenAiService::submit(PendingGeneration& job, engine::Request r) {
-    const engine::RequestId request_id = r.id;
+std::function<void()> OpenAiService::cancel_all(const std::vector<engine::Request>& children) const {
+    std::vector<engine::RequestId> ids;
+    for (const engine::Request& c : children) ids.push_back(c.id);
     engine::Engine* engine = deps_.engine;
-    switch (engine->submit(std::move(r))) {
+    return [engine, ids = std::move(ids)] {
+        for (engine::RequestId id : ids) engine->cancel(id);
+    };
+}
+
+// Pool thread. The children go in together (all or none). The cancellation is wired after submit: a
+// client that left before it is seen by on_client_gone(), which then cancels at once (Engine::cancel
+// of an unknown id would be lost).
+void OpenAiService::submit(PendingGeneration& job, std::vector<engine::Request> children) {
+    std::function<void()> cancel = cancel_all(children);
+    switch (deps_.engine->submit(std::move(children))) {
         case engine::Engine::Admission::kAccepted:
-            job.writer->on_client_gone([engine, request_id] { engine->cancel(request_id); });
+            job.writer->on_client_gone(std::move(cancel));
             return;
         case engine::Engine::Admission::kQueueFull:
             return reply_error(job.request, job.writer,

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -74,9 +75,11 @@ private:
     struct PendingGeneration;
     void preprocess(PendingGeneration& job);
     void preprocess_and_submit(PendingGeneration& job);
-    engine::Request make_engine_request(PendingGeneration& job, GenerationRequest& g,
-                                        std::vector<int32_t> prompt, int max_tokens);
-    void submit(PendingGeneration& job, engine::Request r);
+    std::vector<engine::Request> make_engine_requests(PendingGeneration& job, GenerationRequest& g,
+                                                      std::vector<int32_t> prompt, int max_tokens);
+    // Cancels every one of `children` (by id) when called; any thread.
+    std::function<void()> cancel_all(const std::vector<engine::Request>& children) const;
+    void submit(PendingGeneration& job, std::vector<engine::Request> children);
     bool admit_quota(const HttpRequest& req, const WriterPtr& w, const std::optional<KeyId>& key, QuotaLease& lease);
 
     // Sends 401 and returns false when keys are configured and the request has none that matches.

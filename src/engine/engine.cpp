@@ -313,6 +313,7 @@ Engine::Engine(std::unique_ptr<executor::ModelRunner> runner, const tokenizer::T
     : impl_(std::make_unique<Impl>(std::move(runner), tokenizer, config)) {}
 Engine::~Engine() = default;
 Engine::Admission Engine::submit(Request request) { return impl_->submit(std::move(request)); }
+Engine::Admission Engine::submit(std::vector<Request> requests) { return impl_->submit(std::move(requests)); }
 void Engine::cancel(RequestId id) { impl_->cancel(id); }
 EngineStats Engine::stats() const { return impl_->stats(); }
 int Engine::max_context_tokens() const { return impl_->max_context_tokens(); }

@@ -60,6 +60,9 @@ public:
     enum class Admission { kAccepted, kQueueFull, kStopped };
     // Any thread. The request must fit: prompt + max_tokens <= max_context_tokens().
     Admission submit(Request request);
+    // Several requests at once, all or none (the n choices of one API request): they reach the engine
+    // thread in the same step, so the cold duplicate hold-back lets one of them compute a shared prompt.
+    Admission submit(std::vector<Request> requests);
     void cancel(RequestId id);
     EngineStats stats() const;
     // Longest prompt + generation one request may use (model context and KV pool).

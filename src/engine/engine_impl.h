@@ -45,6 +45,12 @@ public:
         if (num_waiting_.load() + static_cast<int>(queue_.size()) >= config_.max_waiting) return Admission::kQueueFull;
         return queue_.push(std::move(request)) ? Admission::kAccepted : Admission::kQueueFull;
     }
+    Admission submit(std::vector<Request> requests) {
+        if (stopping_ || draining_) return Admission::kStopped;
+        const auto n = static_cast<int>(requests.size());
+        if (num_waiting_.load() + static_cast<int>(queue_.size()) + n > config_.max_waiting) return Admission::kQueueFull;
+        return queue_.push_all(requests) ? Admission::kAccepted : Admission::kQueueFull;
+    }
     void cancel(RequestId id) { queue_.cancel(id); }
     EngineStats stats() const {
         std::lock_guard<std::mutex> lock(stats_mu_);

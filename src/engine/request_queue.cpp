@@ -24,6 +24,16 @@ bool RequestQueue::push(Request request) {
     return true;
 }
 
+bool RequestQueue::push_all(std::vector<Request>& requests) {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (pending_.size() + requests.size() > max_waiting_) return false;
+        for (Request& r : requests) pending_.push_back(std::move(r));
+    }
+    cv_.notify_one();
+    return true;
+}
+
 void RequestQueue::cancel(RequestId id) {
     {
         std::lock_guard<std::mutex> lock(mu_);

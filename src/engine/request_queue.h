@@ -16,6 +16,8 @@ public:
 
     // False if the queue already holds max_waiting requests (the caller answers 429/503).
     bool push(Request request);
+    // All of `requests` or none (false: the queue cannot take them all); drained together.
+    bool push_all(std::vector<Request>& requests);
     // Asks the engine to drop a request, queued or running. Unknown ids are ignored.
     void cancel(RequestId id);
     // Engine thread: takes everything pushed or cancelled since the last call.

@@ -24,11 +24,12 @@ Sampler::Sampler(const SamplingParams& params, uint64_t fallback_seed)
 
 bool Sampler::device_samplable() const {
     return params_.repetition_penalty == 1.0f && params_.presence_penalty == 0.0f &&
-           params_.frequency_penalty == 0.0f;
+           params_.frequency_penalty == 0.0f && params_.logit_bias.empty();
 }
 
 int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> prompt,
                         std::span<const int32_t> generated) {
+    apply_logit_bias(logits);
     apply_penalties(logits, prompt, generated);
     if (params_.is_greedy()) return argmax(logits);
     select_candidates(logits);
@@ -39,6 +40,12 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> prompt
         if (u < cumulative) return c.token;
     }
     return candidates_.back().token;  // rounding left u just above the total
+}
+
+void Sampler::apply_logit_bias(std::span<float> logits) const {
+    for (const TokenBias& b : params_.logit_bias) {
+        if (b.token >= 0 && static_cast<size_t>(b.token) < logits.size()) logits[static_cast<size_t>(b.token)] += b.bias;
+    }
 }
 
 void Sampler::apply_penalties(std::span<float> logits, std::span<const int32_t> prompt,

@@ -17,11 +17,13 @@ public:
     Sampler(const SamplingParams& params, uint64_t fallback_seed);
 
     // Picks the next token from logits [vocab] (modified in place). `prompt` and `generated` are the
-    // sequence's tokens so far (for penalties). Order: penalties, temperature, top-k, top-p, min-p.
+    // sequence's tokens so far (for penalties). Order: logit_bias, penalties, temperature, top-k, top-p,
+    // min-p.
     int32_t sample(std::span<float> logits, std::span<const int32_t> prompt, std::span<const int32_t> generated);
 
     // True when the device sampler (cuda::sample_rows) can stand in for sample(): no penalties, which
-    // need the token history. Greedy settings count too (the device takes the argmax).
+    // need the token history, and no logit_bias (applied on the host only). Greedy settings count too
+    // (the device takes the argmax).
     bool device_samplable() const;
 
     // The next uniform in [0, 1) from this sequence's Rng: the u that sample() would draw at this point.
@@ -30,6 +32,7 @@ public:
     double next_unit() { return rng_.next_unit(); }
 
 private:
+    void apply_logit_bias(std::span<float> logits) const;
     void apply_penalties(std::span<float> logits, std::span<const int32_t> prompt,
                          std::span<const int32_t> generated);
     // Fills candidates_ with the tokens that survive top-k/top-p/min-p, probabilities normalised.

@@ -31,6 +31,10 @@ Status SamplingParams::validate() const {
     HICHAT_RETURN_IF_ERROR(check_range("presence_penalty", presence_penalty, -2.0f, 2.0f, false));
     HICHAT_RETURN_IF_ERROR(check_range("frequency_penalty", frequency_penalty, -2.0f, 2.0f, false));
     if (top_k < 0) return invalid_argument("top_k must be >= 0, got " + std::to_string(top_k));
+    for (const TokenBias& b : logit_bias) {
+        if (b.token < 0) return invalid_argument("logit_bias token ids must be >= 0, got " + std::to_string(b.token));
+        HICHAT_RETURN_IF_ERROR(check_range("logit_bias", b.bias, -100.0f, 100.0f, false));
+    }
     return ok_status();
 }
 

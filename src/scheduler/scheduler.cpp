@@ -1,7 +1,10 @@
 #include "scheduler/scheduler.h"
 
 #include <algorithm>
+#include <optional>
+#include <span>
 #include <string>
+#include <unordered_set>
 
 #include "base/check.h"
 
@@ -45,7 +48,7 @@ StepPlan Scheduler::schedule(const std::vector<SeqState*>& seqs, std::chrono::st
     schedule_running(running, plan, budget);
     int num_running = 0;
     for (const SeqState* s : running) num_running += s->status == SeqStatus::kRunning;
-    admit_waiting(waiting, num_running, plan, budget);
+    admit_waiting(waiting, running, num_running, plan, budget);
     plan.copies = blocks_.take_copies();
     return plan;
 }
@@ -131,12 +134,53 @@ bool Scheduler::allocate_for_admission(SeqState& seq, int reserve) {
     return true;
 }
 
+// The keys of the full blocks that running sequences have not computed yet: blocks [num_tokens_cached
+// / block size, block_keys.size()) of each. Built once per step, only when some sequence waits.
+class Scheduler::BlocksInProgress {
+public:
+    BlocksInProgress(std::span<SeqState* const> running, std::span<SeqState* const> admitted, int block_size)
+        : block_size_(block_size) {
+        for (const SeqState* s : running) {
+            if (s->status == SeqStatus::kRunning) add(*s);
+        }
+        for (const SeqState* s : admitted) add(*s);
+    }
+    void add(const SeqState& s) {
+        for (size_t i = static_cast<size_t>(s.num_tokens_cached / block_size_); i < s.block_keys.size(); ++i) {
+            keys_.insert(s.block_keys[i]);
+        }
+    }
+    bool contains(const kv::BlockHash& key) const { return keys_.contains(key); }
+
+private:
+    int block_size_;
+    std::unordered_set<kv::BlockHash, kv::BlockHashHasher> keys_;
+};
+
+bool Scheduler::held_back(const SeqState& seq, const BlocksInProgress& in_progress) const {
+    const int max_blocks = (seq.num_tokens - 1) / blocks_.block_size_tokens();
+    const size_t next = blocks_.find_cached_prefix(seq.block_keys, max_blocks).size();
+    return next < static_cast<size_t>(max_blocks) && next < seq.block_keys.size() &&
+           in_progress.contains(seq.block_keys[next]);
+}
+
 // Admits in priority order while sequences, tokens and KV allow. A sequence is admitted only with KV
-// for all its tokens plus one free block per running sequence, so that decodes rarely preempt.
-void Scheduler::admit_waiting(std::vector<SeqState*>& waiting, int num_running, StepPlan& plan, int& budget) {
+// for all its tokens plus one free block per running sequence, so that decodes rarely preempt. A
+// sequence held back (cold duplicate) is passed over this step without taking anything.
+void Scheduler::admit_waiting(std::vector<SeqState*>& waiting, const std::vector<SeqState*>& running, int num_running,
+                              StepPlan& plan, int& budget) {
+    std::optional<BlocksInProgress> in_progress;  // built at the first sequence that has block keys
+    std::vector<SeqState*> admitted;
     for (SeqState* seq : waiting) {
         if (std::find(plan.preempted.begin(), plan.preempted.end(), seq) != plan.preempted.end()) continue;
         if (num_running >= config_.max_num_seqs || budget <= 0) break;
+        if (blocks_.prefix_caching() && !seq->block_keys.empty()) {
+            if (!in_progress) in_progress.emplace(running, admitted, blocks_.block_size_tokens());
+            if (held_back(*seq, *in_progress)) {
+                ++prefix_stats_.held_back_steps;
+                continue;
+            }
+        }
         if (!allocate_for_admission(*seq, /*reserve=*/num_running)) break;
         seq->status = SeqStatus::kRunning;
         seq->admission_order = next_admission_++;
@@ -144,6 +188,8 @@ void Scheduler::admit_waiting(std::vector<SeqState*>& waiting, int num_running, 
         plan.chunks.push_back({seq, n});
         budget -= n;
         ++num_running;
+        admitted.push_back(seq);
+        if (in_progress) in_progress->add(*seq);  // it now computes its blocks for those after it
     }
 }
 

@@ -4,6 +4,15 @@
 // recomputed later, from the prefix cache where its blocks survive). An admitted sequence starts with
 // the longest cached prefix of its tokens (never its last token, whose logits must be computed) and
 // prefills only the rest. Engine thread only.
+//
+// Cold duplicate hold-back: the cache keys a block only once its KV is computed, so sequences with the
+// same prompt admitted together (n > 1 children, many users sending one system prompt at once) would
+// each compute it. A waiting sequence whose next uncached full block (within the blocks it may take
+// from the cache) has the key of a block that a running sequence has not computed yet is not admitted
+// this step; it takes the block from the cache once that sequence's prefill is past it. It cannot
+// starve: it waits only while the holder is running and its computed tokens have not reached the end of
+// that block, and the holder's prefill advances every step it gets budget (a holder preempted, finished
+// or cancelled is no longer running). A held-back sequence does not block those behind it.
 #pragma once
 
 #include <chrono>
@@ -30,6 +39,7 @@ struct PrefixCacheStats {
     int64_t queried_tokens = 0, hit_tokens = 0;
     int64_t host_hit_tokens = 0;  // of hit_tokens, found in the host tier
     int64_t preempted_queried_tokens = 0, preempted_hit_tokens = 0;
+    int64_t held_back_steps = 0;  // waiting sequences passed over by the cold duplicate hold-back, per step
 };
 
 class Scheduler {
@@ -48,7 +58,12 @@ public:
 
 private:
     void schedule_running(std::vector<SeqState*>& running, StepPlan& plan, int& budget);
-    void admit_waiting(std::vector<SeqState*>& waiting, int num_running, StepPlan& plan, int& budget);
+    class BlocksInProgress;
+    void admit_waiting(std::vector<SeqState*>& waiting, const std::vector<SeqState*>& running, int num_running,
+                       StepPlan& plan, int& budget);
+    // The cold duplicate hold-back: whether `seq`'s next uncached full block is one that a running
+    // sequence computes now (in `in_progress`).
+    bool held_back(const SeqState& seq, const BlocksInProgress& in_progress) const;
     // Frees KV by preempting the least urgent running sequence other than `keep` (its chunk, if
     // already planned, is dropped and its tokens return to `budget`); false if there is none.
     bool preempt_one(std::vector<SeqState*>& running, const SeqState* keep, StepPlan& plan, int& budget);

@@ -69,7 +69,7 @@ TEST(OpenAiRequest, ErrorsNameTheField) {
         {R"({"messages":[{"role":"user","content":"x"}],"temperature":"hot"})", "temperature"},
         {R"({"messages":[{"role":"user","content":"x"}],"temperature":3})", "temperature"},
         {R"({"messages":[{"role":"user","content":"x"}],"max_tokens":0})", "max_tokens"},
-        {R"({"messages":[{"role":"user","content":"x"}],"n":3})", "n"},
+        {R"({"messages":[{"role":"user","content":"x"}],"n":17})", "n"},
         {R"({"messages":[{"role":"wizard","content":"x"}]})", "messages[0].role"},
         {R"({"messages":[{"role":"user","content":5}]})", "messages[0].content"},
         {R"({"messages":[]})", "messages"},
@@ -205,6 +205,75 @@ TEST(OpenAiRequest, DeepNestingIsRefusedBeforeParsing) {
     const std::string text = "\\\"" + std::string(1000, '[') + std::string(1000, '{');
     ASSERT_FALSE(parse_chat(chat_with(",\"user\":\"" + text + "\""), g));
     EXPECT_EQ(g.user, "\"" + std::string(1000, '[') + std::string(1000, '{'));
+}
+
+// n: 1 to kMaxChoices; 0, negatives, beyond the limit and fractions are 400s naming `n`.
+TEST(OpenAiRequest, NChoicesWithinTheLimit) {
+    for (const char* endpoint_body : {R"({"messages":[{"role":"user","content":"x"}],"n":)", R"({"prompt":"x","n":)"}) {
+        const Endpoint endpoint = std::string(endpoint_body).find("prompt") != std::string::npos ? Endpoint::kCompletions
+                                                                                                : Endpoint::kChatCompletions;
+        GenerationRequest g;
+        ASSERT_FALSE(parse_generation_request(endpoint, std::string(endpoint_body) + "4}", g));
+        EXPECT_EQ(g.n, 4);
+        ASSERT_FALSE(parse_generation_request(endpoint, std::string(endpoint_body) + "16}", g));
+        EXPECT_EQ(g.n, kMaxChoices);
+        for (const char* bad : {"0", "17", "-1", "1000", "1.5", "\"2\""}) {
+            auto e = parse_generation_request(endpoint, std::string(endpoint_body) + bad + "}", g);
+            ASSERT_TRUE(e) << bad;
+            EXPECT_EQ(e->http_status, 400) << bad;
+            EXPECT_EQ(e->param, "n") << bad;
+        }
+        auto e = parse_generation_request(endpoint, std::string(endpoint_body) + "0}", g);
+        EXPECT_EQ(e->message, "n must be an integer in [1, 16], got 0");
+    }
+    GenerationRequest g;
+    ASSERT_FALSE(parse_chat(R"({"messages":[{"role":"user","content":"x"}]})", g));
+    EXPECT_EQ(g.n, 1) << "default";
+}
+
+// logit_bias: token ids as decimal string keys, biases in [-100, 100], at most 300 entries; parsed
+// sorted by id.
+TEST(OpenAiRequest, LogitBiasParsesAndRefusesByName) {
+    GenerationRequest g;
+    ASSERT_FALSE(parse_chat(R"({"messages":[{"role":"user","content":"x"}],"logit_bias":{"50":-100,"7":2.5,"0":100}})", g));
+    ASSERT_EQ(g.sampling.logit_bias.size(), 3u);
+    EXPECT_EQ(g.sampling.logit_bias[0].token, 0);
+    EXPECT_EQ(g.sampling.logit_bias[0].bias, 100.0f);
+    EXPECT_EQ(g.sampling.logit_bias[1].token, 7);
+    EXPECT_EQ(g.sampling.logit_bias[1].bias, 2.5f);
+    EXPECT_EQ(g.sampling.logit_bias[2].token, 50);
+    EXPECT_EQ(g.sampling.logit_bias[2].bias, -100.0f);
+    EXPECT_TRUE(g.sampling.validate().ok());
+    ASSERT_FALSE(parse_generation_request(Endpoint::kCompletions, R"({"prompt":"x","logit_bias":{"3":1}})", g));
+    EXPECT_EQ(g.sampling.logit_bias.size(), 1u);
+    ASSERT_FALSE(parse_chat(R"({"messages":[{"role":"user","content":"x"}],"logit_bias":{}})", g));
+    EXPECT_TRUE(g.sampling.logit_bias.empty());
+
+    std::string many = R"({"messages":[{"role":"user","content":"x"}],"logit_bias":{)";
+    for (int i = 0; i < 300; ++i) many += (i ? "," : "") + std::string("\"") + std::to_string(i) + "\":1";
+    ASSERT_FALSE(parse_chat(many + "}}", g)) << "300 entries: OpenAI's limit";
+    EXPECT_EQ(g.sampling.logit_bias.size(), 300u);
+    const std::string too_many = many + R"(,"300":1}})";
+    const std::pair<std::string, const char*> bad[] = {
+        {R"({"messages":[{"role":"user","content":"x"}],"logit_bias":{"5":101}})", "in [-100, 100]"},
+        {R"({"messages":[{"role":"user","content":"x"}],"logit_bias":{"5":-100.5}})", "in [-100, 100]"},
+        {R"({"messages":[{"role":"user","content":"x"}],"logit_bias":{"5":"1"}})", "in [-100, 100]"},
+        {R"({"messages":[{"role":"user","content":"x"}],"logit_bias":{"abc":1}})", "token ids"},
+        {R"({"messages":[{"role":"user","content":"x"}],"logit_bias":{"-1":1}})", "token ids"},
+        {R"({"messages":[{"role":"user","content":"x"}],"logit_bias":{"1.5":1}})", "token ids"},
+        {R"({"messages":[{"role":"user","content":"x"}],"logit_bias":{"":1}})", "token ids"},
+        {R"({"messages":[{"role":"user","content":"x"}],"logit_bias":{"2147483648":1}})", "token ids"},
+        {R"({"messages":[{"role":"user","content":"x"}],"logit_bias":{"1":1,"01":2}})", "twice"},
+        {R"({"messages":[{"role":"user","content":"x"}],"logit_bias":[1]})", "must be an object"},
+        {too_many, "at most 300 entries, got 301"},
+    };
+    for (const auto& [body, words] : bad) {
+        auto e = parse_chat(body, g);
+        ASSERT_TRUE(e) << body.substr(0, 120);
+        EXPECT_EQ(e->http_status, 400);
+        EXPECT_EQ(e->param, "logit_bias");
+        EXPECT_NE(e->message.find(words), std::string::npos) << e->message;
+    }
 }
 
 }  // namespace

@@ -68,5 +68,39 @@ TEST_F(DeviceSamplingTest, PenaltiesStayOnTheHost) {
     EXPECT_EQ(runner_->num_device_steps.load(), 0);
 }
 
+// A logit_bias is applied by the host sampler only: a biased request (sampled or greedy) never goes to
+// the device path, and its bias takes effect (+100 forces the token every step).
+TEST_F(DeviceSamplingTest, LogitBiasStaysOnTheHost) {
+    EXPECT_EQ(run({.temperature = 1.0f, .seed = 1, .logit_bias = {{.token = 9, .bias = 100.0f}}}, 6),
+              std::vector<int32_t>(6, 9));
+    EXPECT_EQ(run({.temperature = 0.0f, .logit_bias = {{.token = 11, .bias = 100.0f}}}, 6), std::vector<int32_t>(6, 11));
+    EXPECT_GT(runner_->num_host_steps.load(), 0);
+    EXPECT_EQ(runner_->num_device_steps.load(), 0);
+    run({.temperature = 1.0f, .seed = 1}, 4);
+    EXPECT_GT(runner_->num_device_steps.load(), 0) << "positive control: an unbiased request samples on the device";
+}
+
+// Pipelined: a biased request beside an unbiased one makes the steps synchronous while it runs; both
+// get what they would get alone.
+TEST_F(DeviceSamplingTest, LogitBiasInThePipelinedEngine) {
+    auto inner = std::make_unique<HostSamplingRunner>(std::make_unique<executor::CpuRunner>(
+        *checkpoint_, executor::CpuRunnerConfig{.num_threads = 2, .num_kv_blocks = 64}));
+    Engine pipelined(std::move(inner), *tokenizer_, EngineConfig{.overlap = StepOverlap::kOn});
+    const auto prompt = golden_["prompt"].get<std::vector<int32_t>>();
+    const auto expected = golden_["greedy"].get<std::vector<int32_t>>();
+    auto plain = std::make_shared<testing_util::CollectingSink>();
+    auto biased = std::make_shared<testing_util::CollectingSink>();
+    std::vector<Request> both(2);
+    both[0] = {.id = {1}, .prompt = prompt, .max_tokens = static_cast<int>(expected.size()), .sink = plain};
+    both[0].sampling.temperature = 0;
+    both[1] = {.id = {2}, .prompt = prompt, .max_tokens = 8, .sink = biased};
+    both[1].sampling = {.temperature = 1.5f, .seed = 5, .logit_bias = {{.token = 13, .bias = 100.0f}}};
+    ASSERT_EQ(pipelined.submit(std::move(both)), Engine::Admission::kAccepted);
+    ASSERT_TRUE(plain->wait());
+    ASSERT_TRUE(biased->wait());
+    EXPECT_EQ(plain->tokens, expected);
+    EXPECT_EQ(biased->tokens, std::vector<int32_t>(8, 13));
+}
+
 }  // namespace
 }  // namespace hichat::engine

@@ -227,5 +227,45 @@ TEST_F(EngineTest, OutputDenyListStopsWithContentFilter) {
     EXPECT_EQ(sink->text, full_text.substr(0, lowered.find(phrase)));
 }
 
+// logit_bias through the engine (synchronous and pipelined): -100 on every token of the greedy answer
+// bans them all (the greedy answer changes and none of them appears); +100 on one token makes every
+// sampled token that one, even at temperature 2.
+TEST_F(EngineTest, LogitBiasBansAndForcesTokens) {
+    const auto prompt = golden_["ids_300"].get<std::vector<int32_t>>();
+    const std::vector<int32_t> head(prompt.begin(), prompt.begin() + 40);
+    for (StepOverlap overlap : {StepOverlap::kOff, StepOverlap::kOn}) {
+        auto runner = std::make_unique<executor::CpuRunner>(
+            *checkpoint_, executor::CpuRunnerConfig{.num_threads = 2, .num_kv_blocks = 64});
+        Engine engine(std::move(runner), *tokenizer_, EngineConfig{.overlap = overlap});
+        auto run = [&](Request r) {
+            auto sink = std::make_shared<CollectingSink>();
+            r.sink = sink;
+            EXPECT_EQ(engine.submit(std::move(r)), Engine::Admission::kAccepted);
+            EXPECT_TRUE(sink->wait());
+            return sink->tokens;
+        };
+        const std::vector<int32_t> plain = run(greedy_request(head, 12, nullptr));
+        ASSERT_EQ(plain.size(), 12u);
+        Request banned = greedy_request(head, 12, nullptr);
+        for (int32_t t : plain) {
+            if (std::none_of(banned.sampling.logit_bias.begin(), banned.sampling.logit_bias.end(),
+                             [&](const sampling::TokenBias& b) { return b.token == t; })) {
+                banned.sampling.logit_bias.push_back({.token = t, .bias = -100.0f});
+            }
+        }
+        const std::vector<int32_t> without = run(std::move(banned));
+        ASSERT_EQ(without.size(), 12u);
+        for (int32_t t : without) {
+            EXPECT_TRUE(std::find(plain.begin(), plain.end(), t) == plain.end()) << "banned token " << t;
+        }
+        Request forced = greedy_request(head, 12, nullptr);
+        forced.sampling.temperature = 2.0f;
+        forced.sampling.seed = 3;
+        const int32_t token = plain[0] == 7 ? 8 : 7;
+        forced.sampling.logit_bias = {{.token = token, .bias = 100.0f}};
+        EXPECT_EQ(run(std::move(forced)), std::vector<int32_t>(12, token));
+    }
+}
+
 }  // namespace
 }  // namespace hichat::engine

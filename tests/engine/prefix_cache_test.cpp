@@ -181,8 +181,12 @@ TEST_P(PrefixCacheTest, SharedPrefixesTogetherAndAfterEqualCacheOff) {
     const auto prompts = shared_prefix_prompts(6, 50, 13);
     std::vector<Outcome> reference;
     for (const auto& p : prompts) reference.push_back(run_one(*off, p, 20));
-    // Together: admitted in one step, nothing is cached yet; the duplicates stay private.
+    // Together: the first computes the shared head while the others wait for it (the cold duplicate
+    // hold-back, when they reach the engine before it is done), then they take its 3 full blocks from
+    // the cache.
     const auto together = run_together(*on, prompts, 20);
+    EXPECT_EQ(together[0].num_cached, 0);
+    for (size_t i = 1; i < prompts.size(); ++i) EXPECT_EQ(together[i].num_cached, 48) << "prompt " << i;
     // After: each finds the shared head (3 full blocks) and its own tail block.
     const auto after = run_together(*on, prompts, 20);
     for (size_t i = 0; i < prompts.size(); ++i) {
@@ -190,6 +194,34 @@ TEST_P(PrefixCacheTest, SharedPrefixesTogetherAndAfterEqualCacheOff) {
         EXPECT_EQ(after[i].tokens, reference[i].tokens) << "prompt " << i;
         EXPECT_EQ(after[i].num_cached, 48) << "prompt " << i;
     }
+}
+
+// The n children of one API request (one submit, the same prompt and salt): the prompt is computed
+// once; the others take its full blocks from the cache, and greedy children equal a single request.
+TEST_P(PrefixCacheTest, ChildrenOfOneRequestComputeThePromptOnce) {
+    auto off = make_engine(false), on = make_engine(true);
+    const auto prompt = prefix(90);
+    const Outcome single = run_one(*off, prompt, 16);
+    constexpr int kChildren = 4;
+    std::vector<std::shared_ptr<CollectingSink>> sinks;
+    std::vector<Request> children;
+    for (int i = 0; i < kChildren; ++i) {
+        sinks.push_back(std::make_shared<CollectingSink>());
+        children.push_back(greedy(prompt, 16, sinks.back(), "key-children"));
+    }
+    ASSERT_EQ(on->submit(std::move(children)), Engine::Admission::kAccepted);
+    int num_cold = 0;
+    for (const auto& sink : sinks) {
+        ASSERT_TRUE(sink->wait());
+        EXPECT_EQ(sink->tokens, single.tokens);
+        EXPECT_EQ(sink->finish, FinishReason::kLength);
+        num_cold += sink->num_cached == 0;
+        if (sink->num_cached != 0) EXPECT_EQ(sink->num_cached, 80) << "5 full blocks of the 90-token prompt";
+    }
+    EXPECT_EQ(num_cold, 1) << "one child computes the prompt";
+    const EngineStats s = on->stats();
+    EXPECT_EQ(s.prefix_cache.queried_tokens, kChildren * 90);
+    EXPECT_EQ(s.prefix_cache.hit_tokens, (kChildren - 1) * 80);
 }
 
 TEST_P(PrefixCacheTest, CancelledRequestLeavesItsBlocksCachedAndExact) {

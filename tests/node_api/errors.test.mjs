@@ -45,7 +45,8 @@ const cases = [
   ['temperature NaN', '/v1/chat/completions', '{"messages":[{"role":"user","content":"hi"}],"temperature":NaN}', 400, ''],
   ['temperature negative', '/v1/chat/completions', chat({ temperature: -1 }), 400, 'temperature'],
   ['top_p out of range', '/v1/chat/completions', chat({ top_p: 1.5 }), 400, 'top_p'],
-  ['n of 2', '/v1/chat/completions', chat({ n: 2 }), 400, 'n'],
+  ['n of 0', '/v1/chat/completions', chat({ n: 0 }), 400, 'n'],
+  ['n beyond the limit', '/v1/completions', JSON.stringify({ prompt: 'x', n: 17 }), 400, 'n'],
   ['a prompt longer than the context', '/v1/completions', JSON.stringify({ prompt: 'word '.repeat(3000) }), 400, 'prompt'],
   ['stop of the wrong type', '/v1/completions', JSON.stringify({ prompt: 'x', stop: 5 }), 400, 'stop'],
 ];
@@ -116,7 +117,6 @@ test('special-token strings typed by a user are plain text', async () => {
 const unsupportedChat = [
   ['tools', { tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: {} } } }] }],
   ['tool_choice', { tool_choice: 'required' }],
-  ['logit_bias', { logit_bias: { 65: -100 } }],
   ['modalities', { modalities: ['text', 'audio'] }],
   ['reasoning_effort', { reasoning_effort: 'low' }],
   ['messages[0].content[0]', { messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:,' } }] }] }],
@@ -147,7 +147,7 @@ for (const [param, extra] of unsupportedChat) {
 }
 
 for (const [param, extra] of [['echo', { echo: true }], ['best_of', { best_of: 2 }],
-  ['suffix', { suffix: 'end' }], ['logit_bias', { logit_bias: { 65: 5 } }]]) {
+  ['suffix', { suffix: 'end' }]]) {
   test(`completions ${JSON.stringify(extra)} -> 400 naming ${param}`, async () => {
     const e = await rejection(client.completions.create({ model: 'tiny', prompt: 'hi', max_tokens: 2, ...extra }));
     assert.ok(e instanceof OpenAI.BadRequestError, String(e));

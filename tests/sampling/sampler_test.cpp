@@ -156,6 +156,48 @@ TEST(Sampler, DeviceSamplableOnlyWithoutPenalties) {
     EXPECT_FALSE(Sampler(frequency, 1).device_samplable());
 }
 
+TEST(Sampler, DeviceSamplableOnlyWithoutLogitBias) {
+    SamplingParams p;
+    p.logit_bias = {{.token = 2, .bias = 5.0f}};
+    EXPECT_FALSE(Sampler(p, 1).device_samplable());
+    p.temperature = 0;
+    EXPECT_FALSE(p.is_plain_greedy()) << "a biased greedy row needs the host logits, not the argmax";
+}
+
+// -100 bans a token, +100 forces it, a moderate bias shifts its probability as exp(bias); the bias
+// comes before temperature and top-k (a biased token can enter the top k), and ids outside the
+// vocabulary are ignored.
+TEST(Sampler, LogitBiasBansForcesAndShifts) {
+    SamplingParams greedy;
+    greedy.temperature = 0;
+    greedy.logit_bias = {{.token = 1, .bias = -100.0f}};
+    std::vector<float> l = {0.1f, 3.0f, 2.0f, -1.0f};
+    EXPECT_EQ(Sampler(greedy, 1).sample(l, {}, {}), 2) << "the argmax is banned";
+
+    SamplingParams forced;
+    forced.temperature = 2.0f;
+    forced.logit_bias = {{.token = 3, .bias = 100.0f}};
+    auto h = histogram(forced, {0.7, 0.1, 0.1, 0.1}, 2000);
+    EXPECT_EQ(h[3], 2000) << "forced at temperature 2";
+
+    SamplingParams banned;
+    banned.logit_bias = {{.token = 0, .bias = -100.0f}, {.token = 99, .bias = 100.0f}};
+    h = histogram(banned, {0.97, 0.01, 0.01, 0.01}, 5000);
+    EXPECT_EQ(h.count(0), 0u);
+    EXPECT_EQ(h[1] + h[2] + h[3], 5000) << "token 99 is outside the vocabulary: ignored";
+
+    SamplingParams shifted;  // p1 * e^ln3 = 3 * 0.25 against 0.25 + 0.25 + 0.25
+    shifted.logit_bias = {{.token = 1, .bias = std::log(3.0f)}};
+    h = histogram(shifted, {0.25, 0.25, 0.25, 0.25}, 40000);
+    EXPECT_NEAR(h[1], 0.5 * 40000, 5 * std::sqrt(40000 * 0.25));
+
+    SamplingParams top1;
+    top1.top_k = 1;
+    top1.logit_bias = {{.token = 3, .bias = 10.0f}};
+    h = histogram(top1, {0.7, 0.1, 0.1, 0.1}, 100);
+    EXPECT_EQ(h[3], 100) << "biased before top-k";
+}
+
 TEST(Sampler, NextUnitDrawsTheSequenceRngFromItsSeed) {
     SamplingParams p;
     p.seed = 42;
@@ -207,6 +249,13 @@ TEST(SamplingParams, ValidateNamesTheField) {
     p = {};
     p.frequency_penalty = 3;
     EXPECT_NE(p.validate().message().find("frequency_penalty"), std::string::npos);
+    p = {};
+    p.logit_bias = {{.token = 1, .bias = 101.0f}};
+    EXPECT_NE(p.validate().message().find("logit_bias"), std::string::npos);
+    p.logit_bias = {{.token = -1, .bias = 1.0f}};
+    EXPECT_NE(p.validate().message().find("logit_bias"), std::string::npos);
+    p.logit_bias = {{.token = 7, .bias = -100.0f}};
+    EXPECT_TRUE(p.validate().ok());
 }
 
 }  // namespace

@@ -210,5 +210,86 @@ TEST_F(SchedulerTest, PreemptedSequenceFindsItsBlocksAgain) {
     blocks.check_invariants();
 }
 
+// Two sequences with the same 100-token prompt submitted together: the second waits while the first
+// computes the shared blocks (the cold duplicate hold-back), then takes them from the cache.
+TEST_F(SchedulerTest, ColdDuplicateWaitsForTheHolderAndTakesItsBlocks) {
+    kv::BlockManager blocks(40, 16);
+    Scheduler sched({.max_num_seqs = 4, .max_num_tokens_per_step = 256, .prefill_chunk_tokens = 256}, blocks);
+    SeqState* first = add(100);
+    SeqState* second = add(100);
+    first->block_keys = second->block_keys = keys_for(1, 6);
+    StepPlan p1 = sched.schedule(seqs_, now_);
+    ASSERT_EQ(p1.chunks.size(), 1u) << "one of the two computes the prompt";
+    SeqState* holder = p1.chunks[0].seq;
+    SeqState* other = holder == first ? second : first;
+    EXPECT_EQ(other->status, SeqStatus::kWaiting);
+    EXPECT_EQ(sched.prefix_cache_stats().held_back_steps, 1);
+    commit(p1);
+    StepPlan p2 = sched.schedule(seqs_, now_);
+    EXPECT_EQ(other->status, SeqStatus::kRunning);
+    EXPECT_EQ(other->num_prefix_hit_tokens, 96) << "admitted with the holder's 6 full blocks";
+    EXPECT_EQ(tokens_for(p2, other), 4);
+    EXPECT_EQ(tokens_for(p2, holder), 1) << "the holder decodes";
+    EXPECT_EQ(sched.prefix_cache_stats().hit_tokens, 96);
+    EXPECT_EQ(blocks.num_blocks_used(), 7 + 1) << "6 shared blocks, one own block each";
+    blocks.check_invariants();
+}
+
+// A chunked holder: the duplicate waits block by block while the holder's prefill is behind, and is
+// admitted with every block the holder computed.
+TEST_F(SchedulerTest, ColdDuplicateWaitsThroughAChunkedPrefill) {
+    kv::BlockManager blocks(40, 16);
+    Scheduler sched({.max_num_seqs = 4, .max_num_tokens_per_step = 64, .prefill_chunk_tokens = 32}, blocks);
+    SeqState* first = add(100);
+    first->block_keys = keys_for(1, 6);
+    commit(sched.schedule(seqs_, now_));  // 32 of 100 tokens computed
+    SeqState* second = add(100, /*priority=*/0, /*arrived_s_ago=*/0);
+    second->block_keys = keys_for(1, 6);
+    int steps = 0;
+    while (second->status == SeqStatus::kWaiting) {
+        commit(sched.schedule(seqs_, now_));
+        ASSERT_LT(++steps, 10) << "never admitted";
+    }
+    EXPECT_EQ(second->num_prefix_hit_tokens, 96);
+    EXPECT_GE(first->num_tokens_cached, 96) << "admitted only once the holder was past the shared blocks";
+    EXPECT_EQ(sched.prefix_cache_stats().hit_tokens, 96);
+}
+
+// The hold-back ends with the holder: a holder that finishes (or is cancelled) mid-prefill lets the
+// duplicate in at once, which computes what is missing itself; a different prompt is never held.
+TEST_F(SchedulerTest, HoldBackEndsWhenTheHolderStopsAndNeverTouchesOtherPrompts) {
+    kv::BlockManager blocks(40, 16);
+    Scheduler sched({.max_num_seqs = 4, .max_num_tokens_per_step = 64, .prefill_chunk_tokens = 32}, blocks);
+    SeqState* holder = add(100);
+    SeqState* duplicate = add(100);
+    SeqState* stranger = add(100);
+    holder->block_keys = duplicate->block_keys = keys_for(1, 6);
+    stranger->block_keys = keys_for(2, 6);
+    StepPlan p1 = sched.schedule(seqs_, now_);
+    SeqState* running = p1.chunks[0].seq;
+    SeqState* waiting = running == holder ? duplicate : holder;
+    EXPECT_EQ(waiting->status, SeqStatus::kWaiting);
+    EXPECT_EQ(stranger->status, SeqStatus::kRunning) << "a held-back sequence does not block the next one";
+    commit(p1);
+    sched.release(*running);  // cancelled after 32 tokens: 2 blocks cached
+    std::erase(seqs_, running);
+    StepPlan p2 = sched.schedule(seqs_, now_);
+    EXPECT_EQ(waiting->status, SeqStatus::kRunning);
+    EXPECT_EQ(waiting->num_prefix_hit_tokens, 32);
+    blocks.check_invariants();
+}
+
+// Without the prefix cache (no keys) nothing is held back.
+TEST_F(SchedulerTest, NoHoldBackWithoutPrefixCaching) {
+    kv::BlockManager blocks(40, 16, /*prefix_caching=*/false);
+    Scheduler sched({.max_num_seqs = 4, .max_num_tokens_per_step = 256, .prefill_chunk_tokens = 256}, blocks);
+    SeqState* a = add(100);
+    SeqState* b = add(100);
+    StepPlan p = sched.schedule(seqs_, now_);
+    EXPECT_EQ(tokens_for(p, a), 100);
+    EXPECT_EQ(tokens_for(p, b), 100);
+    EXPECT_EQ(sched.prefix_cache_stats().held_back_steps, 0);
+}
+
 }  // namespace
 }  // namespace hichat::scheduler
