@@ -1,5 +1,7 @@
 #include "grammar/lexeme_dfa.h"
 
+#include "grammar/dfa_minimizer.h"
+
 #include <algorithm>
 #include <map>
 #include <string>
@@ -261,7 +263,7 @@ public:
         out.class_of_ = classes.class_of;
         out.num_classes_ = nc;
         if (pruned.num_states() == 0) return out;
-        ClassDfa min = minimize(pruned, nc);
+        TransitionTable min = minimize_dfa({std::move(pruned.next), std::move(pruned.accepting)}, nc);
         out.next_ = std::move(min.next);
         out.accepting_ = std::move(min.accepting);
         out.start_ = 0;
@@ -318,52 +320,6 @@ private:
             }
         }
         return out;
-    }
-
-    // Moore partition refinement; gives up (returns the input) after a bounded number of rounds.
-    static ClassDfa minimize(const ClassDfa& d, int nc) {
-        const int n = d.num_states();
-        std::vector<int32_t> block(n);
-        for (int s = 0; s < n; ++s) block[s] = d.accepting[s];
-        int num_blocks = 0;
-        for (int round = 0; round < 24; ++round) {
-            std::unordered_map<std::vector<int32_t>, int32_t, VecHash> ids;
-            std::vector<int32_t> next_block(n);
-            for (int s = 0; s < n; ++s) {
-                std::vector<int32_t> sig(nc + 1);
-                sig[0] = block[s];
-                for (int c = 0; c < nc; ++c) {
-                    const int32_t t = d.next[s * nc + c];
-                    sig[c + 1] = t >= 0 ? block[t] : -1;
-                }
-                next_block[s] = ids.emplace(std::move(sig), static_cast<int32_t>(ids.size())).first->second;
-            }
-            const int count = static_cast<int>(ids.size());
-            block = std::move(next_block);
-            if (count == num_blocks) {
-                // Renumber so that the start state's block is 0.
-                std::vector<int32_t> order(count, -1);
-                int k = 0;
-                order[block[0]] = k++;
-                for (int s = 0; s < n; ++s) {
-                    if (order[block[s]] < 0) order[block[s]] = k++;
-                }
-                ClassDfa out;
-                out.next.assign(static_cast<size_t>(count) * nc, -1);
-                out.accepting.resize(count);
-                for (int s = 0; s < n; ++s) {
-                    const int32_t b = order[block[s]];
-                    out.accepting[b] = d.accepting[s];
-                    for (int c = 0; c < nc; ++c) {
-                        const int32_t t = d.next[s * nc + c];
-                        out.next[b * nc + c] = t >= 0 ? order[block[t]] : -1;
-                    }
-                }
-                return out;
-            }
-            num_blocks = count;
-        }
-        return d;
     }
 };
 

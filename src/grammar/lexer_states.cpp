@@ -1,5 +1,7 @@
 #include "grammar/lexer_states.h"
 
+#include <algorithm>
+
 namespace hichat::grammar {
 
 int32_t LexerStates::intern(Pairs pairs) {
@@ -43,6 +45,136 @@ int32_t LexerStates::compute_next(int32_t state, uint8_t byte) {
     const int32_t id = intern(std::move(next));
     trans_[static_cast<size_t>(state) * 256 + byte] = id;
     return id;
+}
+
+}  // namespace hichat::grammar
+
+namespace hichat::grammar {
+
+std::string LexerStates::key(int32_t state) const {
+    const Pairs& p = pairs_[state];
+    return std::string(reinterpret_cast<const char*>(p.data()), p.size() * sizeof(p[0]));
+}
+
+int32_t LexerStates::accepted_id_of(const std::vector<int32_t>& lexemes) {
+    std::string k(reinterpret_cast<const char*>(lexemes.data()), lexemes.size() * sizeof(lexemes[0]));
+    return accepted_ids_.emplace(std::move(k), static_cast<int32_t>(accepted_ids_.size())).first->second;
+}
+
+namespace {
+
+struct ByteRange {
+    uint8_t lo, hi;
+};
+// Valid UTF-8 sequences of 2-4 bytes, by lead-byte group (as TokenizerInfo::plain_chars takes them).
+struct Utf8Group {
+    ByteRange bytes[4];
+    int len;
+};
+constexpr Utf8Group kUtf8Groups[] = {
+    {{{0xC2, 0xDF}, {0x80, 0xBF}}, 2},
+    {{{0xE0, 0xE0}, {0xA0, 0xBF}, {0x80, 0xBF}}, 3},
+    {{{0xE1, 0xEC}, {0x80, 0xBF}, {0x80, 0xBF}}, 3},
+    {{{0xED, 0xED}, {0x80, 0x9F}, {0x80, 0xBF}}, 3},
+    {{{0xEE, 0xEF}, {0x80, 0xBF}, {0x80, 0xBF}}, 3},
+    {{{0xF0, 0xF0}, {0x90, 0xBF}, {0x80, 0xBF}, {0x80, 0xBF}}, 4},
+    {{{0xF1, 0xF3}, {0x80, 0xBF}, {0x80, 0xBF}, {0x80, 0xBF}}, 4},
+    {{{0xF4, 0xF4}, {0x80, 0x8F}, {0x80, 0xBF}, {0x80, 0xBF}}, 4},
+};
+
+}  // namespace
+
+// Runs the sets of states reached by every sequence of each group at once.
+int32_t LexerStates::plain_step_utf8(int32_t state) {
+    bool died = false;
+    std::vector<int32_t> ends;
+    for (const Utf8Group& g : kUtf8Groups) {
+        std::vector<int32_t> cur{state}, nxt;
+        for (int k = 0; k < g.len; ++k) {
+            nxt.clear();
+            for (int32_t s : cur) {
+                for (int b = g.bytes[k].lo; b <= g.bytes[k].hi; ++b) {
+                    const int32_t t = next(s, static_cast<uint8_t>(b));
+                    if (t != kDead) {
+                        nxt.push_back(t);
+                    } else if (accepting(s)) {
+                        return kMixed;  // a lexeme would end inside a plain token
+                    } else {
+                        died = true;
+                    }
+                }
+            }
+            std::sort(nxt.begin(), nxt.end());
+            nxt.erase(std::unique(nxt.begin(), nxt.end()), nxt.end());
+            cur.swap(nxt);
+        }
+        ends.insert(ends.end(), cur.begin(), cur.end());
+    }
+    std::sort(ends.begin(), ends.end());
+    ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+    if (ends.empty()) return kDead;
+    return !died && ends.size() == 1 ? ends[0] : kMixed;
+}
+
+int32_t LexerStates::plain_step(int32_t state) {
+    if (plain_step_.size() < pairs_.size()) plain_step_.resize(pairs_.size(), kPending);
+    if (plain_step_[state] != kPending) return plain_step_[state];
+    int32_t result = next(state, ' ');
+    for (int b = 0x21; b <= 0x7E && result != kMixed; ++b) {
+        if (b == '"' || b == '\\') continue;
+        if (next(state, static_cast<uint8_t>(b)) != result) result = kMixed;
+    }
+    if (result == kDead && accepting(state)) result = kMixed;  // a lexeme ends before a plain character
+    if (result != kMixed && plain_step_utf8(state) != result) result = kMixed;
+    if (plain_step_.size() < pairs_.size()) plain_step_.resize(pairs_.size(), kPending);  // next() may intern
+    plain_step_[state] = result;
+    return result;
+}
+
+// Follows the chain state -> plain_step -> ... until it dies, mixes, loops or reaches max_chars;
+// each state on it gets (steps that follow it, capped at max_chars) or -1.
+int LexerStates::plain_run(int32_t state, int max_chars) {
+    constexpr int kUnknownRun = -2;
+    auto run_of = [&](int32_t s) {
+        if (plain_run_.size() < pairs_.size()) plain_run_.resize(pairs_.size(), kUnknownRun);
+        return plain_run_[s];
+    };
+    std::vector<int32_t> chain;
+    int tail = 0;  // the run of the state after chain.back()
+    for (int32_t s = state;;) {
+        if (run_of(s) != kUnknownRun) {
+            tail = run_of(s);
+            break;
+        }
+        if (static_cast<int>(chain.size()) >= max_chars) {
+            // Long enough for every plain token from `state`; the later states are not known yet.
+            plain_run_[state] = max_chars;
+            return max_chars;
+        }
+        if (std::find(chain.begin(), chain.end(), s) != chain.end()) {
+            tail = max_chars;  // a loop: plain characters go on for ever
+            break;
+        }
+        chain.push_back(s);
+        const int32_t t = plain_step(s);
+        if (t == kMixed) {
+            tail = -1;
+            break;
+        }
+        if (t == kDead) {
+            plain_run_[s] = 0;
+            chain.pop_back();
+            tail = 0;
+            break;
+        }
+        s = t;
+    }
+    for (size_t i = chain.size(); i-- > 0;) {
+        tail = tail < 0 ? -1 : std::min(max_chars, tail + 1);
+        run_of(chain[i]);
+        plain_run_[chain[i]] = tail;
+    }
+    return run_of(state);
 }
 
 }  // namespace hichat::grammar
