@@ -41,7 +41,8 @@ public:
     // The slicer's test. Returns r >= 0 when, from `state`, every plain string of at most r
     // characters (TokenizerInfo::plain_chars; r capped at max_chars) reads every byte inside the
     // lexeme, and every longer plain string dies without completing a lexeme (no lexeme boundary
-    // inside a plain token); -1 when neither holds (the slicer does not apply).
+    // inside a plain token); -1 when neither holds (the slicer does not apply). Results are memoised:
+    // max_chars must be the same on every call.
     int plain_run(int32_t state, int max_chars);
 
 private:
