@@ -13,7 +13,7 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar,
       tokenizer_(std::move(tokenizer)),
       options_(options),
       parser_(*grammar_),
-      lexer_states_(*grammar_),
+      lexer_states_(grammar_->lexer_states()),
       shared_masks_(grammar_->mask_cache(tokenizer_)) {
     reset();
 }

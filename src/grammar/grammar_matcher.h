@@ -4,7 +4,8 @@
 // caches per lexer state the tokens that stay inside the current lexeme (in a StateMaskCache shared
 // by all matchers of the same grammar and vocabulary), so that most masks are a copy plus a short
 // walk of the trie below the points where a lexeme ends.
-// Owned by one sequence; one thread at a time (different matchers may run on different threads).
+// Owned by one sequence; one thread at a time (different matchers may run on different threads;
+// they share the grammar's LexerStates and StateMaskCache, both thread-safe).
 #pragma once
 
 #include <cstdint>
@@ -83,7 +84,7 @@ private:
     std::shared_ptr<const TokenizerInfo> tokenizer_;
     MatcherOptions options_;
     EarleyParser parser_;
-    LexerStates lexer_states_;
+    LexerStates& lexer_states_;  // the grammar's, shared with its other matchers
     RowStore store_;
     int32_t lexer_ = LexerStates::kDead;  // current lexer state
     bool in_lexeme_ = false;              // bytes of the current lexeme have been read
