@@ -39,6 +39,7 @@ public:
             g->lexemes_.push_back(std::move(dfa).value());
         }
         finish(*g, start);
+        g->lexer_states_ = std::make_unique<LexerStates>(*g);
         return std::shared_ptr<const CompiledGrammar>(std::move(g));
     }
 

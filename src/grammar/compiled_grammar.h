@@ -13,6 +13,8 @@
 #include "base/status.h"
 #include "grammar/grammar_ir.h"
 #include "grammar/lexeme_dfa.h"
+#include "grammar/lexer_states.h"
+#include "grammar/state_mask_cache.h"
 
 namespace hichat::grammar {
 
@@ -58,7 +60,13 @@ public:
     bool nullable(int32_t nonterminal) const { return nullable_[nonterminal]; }
     int num_lexemes() const { return static_cast<int>(lexemes_.size()); }
     const LexemeDfa& lexeme(int32_t id) const { return lexemes_[id]; }
-    size_t memory_bytes() const { return memory_bytes_; }
+    size_t memory_bytes() const { return memory_bytes_; }  // without the mask caches
+    // The lexer states of this grammar, shared by its matchers (thread-safe, grows on use).
+    LexerStates& lexer_states() const { return *lexer_states_; }
+    // The per-lexer-state mask cache of this grammar over `tokenizer`, shared by its matchers.
+    std::shared_ptr<StateMaskCache> mask_cache(const std::shared_ptr<const TokenizerInfo>& tokenizer) const {
+        return mask_caches_->for_tokenizer(tokenizer);
+    }
 
 private:
     std::vector<Production> productions_;
@@ -69,6 +77,8 @@ private:
     int32_t start_production_ = -1;
     int32_t start_symbol_ = 0;
     size_t memory_bytes_ = 0;
+    std::unique_ptr<LexerStates> lexer_states_;  // made in from_ir; refers back to *this
+    std::unique_ptr<StateMaskCaches> mask_caches_ = std::make_unique<StateMaskCaches>();  // thread-safe
 
     friend class IrLowering;
 };

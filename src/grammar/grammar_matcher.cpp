@@ -13,7 +13,8 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<const CompiledGrammar> grammar,
       tokenizer_(std::move(tokenizer)),
       options_(options),
       parser_(*grammar_),
-      lexer_states_(*grammar_) {
+      lexer_states_(grammar_->lexer_states()),
+      shared_masks_(grammar_->mask_cache(tokenizer_)) {
     reset();
 }
 
@@ -126,27 +127,48 @@ bool GrammarMatcher::rollback(int num_tokens) {
     return true;
 }
 
-const GrammarMatcher::StateMask& GrammarMatcher::state_mask(int32_t state) {
+const GrammarMatcher::LocalMask& GrammarMatcher::state_mask(int32_t state) {
     if (static_cast<size_t>(state) >= masks_.size()) masks_.resize(state + 1);
-    if (!masks_[state]) {
-        auto m = std::make_unique<StateMask>();
-        m->bits.assign(tokenizer_->mask_words(), 0);
-        const auto& trie = tokenizer_->trie();
-        walk(1, static_cast<uint32_t>(trie.size() - 1), 0, state, -1, m->bits.data(), m.get());
-        masks_[state] = std::move(m);
+    LocalMask& local = masks_[state];
+    if (!local.mask) {
+        local.mask = shared_masks_->get(lexer_states_.key(state), [&] { return compute_state_mask(state); });
+        for (const auto& set : local.mask->accepted_sets) local.accepted_ids.push_back(lexer_states_.accepted_id_of(set));
     }
-    return *masks_[state];
+    return local;
 }
 
-// The temporary row after the lexeme that ends in state_before, following `row`; -1 if the
-// parser does not allow it. Memoised for one fill.
-int32_t GrammarMatcher::scan_temp(int32_t row, int32_t state_before) {
-    const uint64_t key = (static_cast<uint64_t>(row) << 32) | static_cast<uint32_t>(lexer_states_.accepted_id(state_before));
+// One walk of the trie from `state` without the parser. With the slicer (plain_run >= 0), the plain
+// tokens short enough come from TokenizerInfo's bitsets and only the non-plain trie is walked.
+StateMask GrammarMatcher::compute_state_mask(int32_t state) {
+    StateMask m;
+    const int run = lexer_states_.plain_run(state, tokenizer_->max_plain_chars());
+    if (run >= 0) {
+        m.bits = tokenizer_->plain_tokens_upto(run);
+        m.trie = &tokenizer_->non_plain_trie();
+    } else {
+        m.bits.assign(tokenizer_->mask_words(), 0);
+        m.trie = &tokenizer_->trie();
+    }
+    std::vector<std::pair<uint32_t, int32_t>> found;  // (node, lexer state before it)
+    walk(*m.trie, 1, static_cast<uint32_t>(m.trie->nodes.size() - 1), 0, state, -1, m.bits.data(), &found);
+    std::unordered_map<int32_t, int32_t> set_of;  // accepted id -> index into m.accepted_sets
+    for (auto [node, before] : found) {
+        auto [it, fresh] = set_of.emplace(lexer_states_.accepted_id(before), static_cast<int32_t>(m.accepted_sets.size()));
+        if (fresh) m.accepted_sets.push_back(lexer_states_.accepted(before));
+        m.boundaries.emplace_back(node, it->second);
+    }
+    return m;
+}
+
+// The temporary row after a lexeme that completes the lexemes `accepted` (this matcher's id
+// accepted_id), following `row`; -1 if the parser does not allow it. Memoised for one fill.
+int32_t GrammarMatcher::scan_temp(int32_t row, int32_t accepted_id, const std::vector<int32_t>& accepted) {
+    const uint64_t key = (static_cast<uint64_t>(row) << 32) | static_cast<uint32_t>(accepted_id);
     auto it = scan_memo_.find(key);
     if (it != scan_memo_.end()) return it->second;
     EarleyRow out;
     int32_t id = -1;
-    if (parser_.scan(store_, row, lexer_states_.accepted(state_before), out)) {
+    if (parser_.scan(store_, row, accepted, out)) {
         store_.rows.push_back(std::move(out));
         id = static_cast<int32_t>(store_.rows.size() - 1);
     }
@@ -154,22 +176,22 @@ int32_t GrammarMatcher::scan_temp(int32_t row, int32_t state_before) {
     return id;
 }
 
-// Walks trie nodes [begin, end), whose top nodes sit at depth base_depth + 1 below a parent in
+// Walks nodes [begin, end) of `trie`, whose top nodes sit at depth base_depth + 1 below a parent in
 // lexer state parent_state. Tokens reached are set in bits. Where a lexeme ends: with `record`,
 // the node is recorded (no parser); else the parser scans it after `row` and the walk goes on.
-void GrammarMatcher::walk(uint32_t begin, uint32_t end, int base_depth, int32_t parent_state, int32_t row,
-                          uint32_t* bits, StateMask* record) {
-    const auto& trie = tokenizer_->trie();
-    const auto& tokens = tokenizer_->trie_tokens();
+void GrammarMatcher::walk(const VocabTrie& trie, uint32_t begin, uint32_t end, int base_depth, int32_t parent_state,
+                          int32_t row, uint32_t* bits, std::vector<std::pair<uint32_t, int32_t>>* record) {
+    const auto& nodes = trie.nodes;
+    const auto& tokens = trie.tokens;
     std::vector<int32_t> stack(tokenizer_->max_token_bytes() + 2);
     stack[0] = parent_state;
     for (uint32_t i = begin; i < end;) {
-        const TrieNode& node = trie[i];
+        const TrieNode& node = nodes[i];
         const int k = node.depth - base_depth;
         const int32_t ps = stack[k - 1];
         const int32_t t = lexer_states_.next(ps, node.byte);
         if (t != LexerStates::kDead) {
-            for (uint32_t j = node.tokens_begin; j < trie[i + 1].tokens_begin; ++j) {
+            for (uint32_t j = node.tokens_begin; j < nodes[i + 1].tokens_begin; ++j) {
                 const int32_t id = tokens[j];
                 bits[id >> 5] |= uint32_t{1} << (id & 31);
             }
@@ -180,12 +202,12 @@ void GrammarMatcher::walk(uint32_t begin, uint32_t end, int base_depth, int32_t 
         // A start state is never complete (lexemes are not empty), so a complete ps has read bytes.
         if (lexer_states_.accepting(ps)) {
             if (record != nullptr) {
-                record->boundaries.emplace_back(i, ps);
+                record->emplace_back(i, ps);
             } else {
-                const int32_t next_row = scan_temp(row, ps);
+                const int32_t next_row = scan_temp(row, lexer_states_.accepted_id(ps), lexer_states_.accepted(ps));
                 if (next_row >= 0) {
                     const int32_t s0 = lexer_start_of(next_row);
-                    if (s0 != LexerStates::kDead) walk(i, node.subtree_end, node.depth - 1, s0, next_row, bits, nullptr);
+                    if (s0 != LexerStates::kDead) walk(trie, i, node.subtree_end, node.depth - 1, s0, next_row, bits, nullptr);
                 }
             }
         }
@@ -204,16 +226,17 @@ void GrammarMatcher::fill_next_token_bitmask(std::span<uint32_t> bits) {
     if (terminated_) return;
     const int32_t s = current_state();
     if (s != LexerStates::kDead) {
-        const StateMask& m = state_mask(s);
+        const LocalMask& local = state_mask(s);
+        const StateMask& m = *local.mask;
         std::memcpy(bits.data(), m.bits.data(), m.bits.size() * sizeof(uint32_t));
         const auto top = static_cast<int32_t>(store_.num_committed - 1);
-        const auto& trie = tokenizer_->trie();
-        for (auto [node, before] : m.boundaries) {
-            const int32_t next_row = scan_temp(top, before);
+        const auto& nodes = m.trie->nodes;
+        for (auto [node, set] : m.boundaries) {
+            const int32_t next_row = scan_temp(top, local.accepted_ids[set], m.accepted_sets[set]);
             if (next_row < 0) continue;
             const int32_t s0 = lexer_start_of(next_row);
             if (s0 == LexerStates::kDead) continue;
-            walk(node, trie[node].subtree_end, trie[node].depth - 1, s0, next_row, bits.data(), nullptr);
+            walk(*m.trie, node, nodes[node].subtree_end, nodes[node].depth - 1, s0, next_row, bits.data(), nullptr);
         }
         drop_temp_rows();
     }

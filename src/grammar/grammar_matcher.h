@@ -1,9 +1,11 @@
 // GrammarMatcher: the per-sequence state of one constrained generation: which bytes have been
 // accepted so far, whether the text may end here, and which tokens may come next (a bitmask).
 // It keeps the parser (Earley rows over lexemes) apart from the lexer (a lazy DFA over bytes), and
-// caches per lexer state the tokens that stay inside the current lexeme, so that most masks are a
-// copy plus a short walk of the trie below the points where a lexeme ends.
-// Owned by one sequence; one thread at a time (different matchers may run on different threads).
+// caches per lexer state the tokens that stay inside the current lexeme (in a StateMaskCache shared
+// by all matchers of the same grammar and vocabulary), so that most masks are a copy plus a short
+// walk of the trie below the points where a lexeme ends.
+// Owned by one sequence; one thread at a time (different matchers may run on different threads;
+// they share the grammar's LexerStates and StateMaskCache, both thread-safe).
 #pragma once
 
 #include <cstdint>
@@ -17,6 +19,7 @@
 #include "grammar/compiled_grammar.h"
 #include "grammar/earley_parser.h"
 #include "grammar/lexer_states.h"
+#include "grammar/state_mask_cache.h"
 #include "grammar/tokenizer_info.h"
 
 namespace hichat::grammar {
@@ -58,11 +61,10 @@ private:
         bool in_lexeme;
         bool terminated;
     };
-    // Tokens that stay inside the lexeme from one lexer state, and the trie nodes where the lexeme
-    // ends (the node's byte cannot extend it and the state before is complete).
-    struct StateMask {
-        std::vector<uint32_t> bits;                           // [mask words]
-        std::vector<std::pair<uint32_t, int32_t>> boundaries;  // (trie node, lexer state before it)
+    // A shared StateMask, with its accepted sets as this matcher's accepted ids.
+    struct LocalMask {
+        std::shared_ptr<const StateMask> mask;
+        std::vector<int32_t> accepted_ids;  // [mask->accepted_sets.size()]
     };
 
     Checkpoint checkpoint() const { return {store_.rows.size(), lexer_, in_lexeme_, terminated_}; }
@@ -71,23 +73,25 @@ private:
     bool advance(uint8_t byte);
     int32_t lexer_start_of(int32_t row);
     int32_t current_state();
-    const StateMask& state_mask(int32_t state);
-    int32_t scan_temp(int32_t row, int32_t state_before);
-    void walk(uint32_t begin, uint32_t end, int base_depth, int32_t parent_state, int32_t row, uint32_t* bits,
-              StateMask* record);
+    const LocalMask& state_mask(int32_t state);
+    StateMask compute_state_mask(int32_t state);
+    int32_t scan_temp(int32_t row, int32_t accepted_id, const std::vector<int32_t>& accepted);
+    void walk(const VocabTrie& trie, uint32_t begin, uint32_t end, int base_depth, int32_t parent_state, int32_t row,
+              uint32_t* bits, std::vector<std::pair<uint32_t, int32_t>>* record);
     void drop_temp_rows();
 
     std::shared_ptr<const CompiledGrammar> grammar_;
     std::shared_ptr<const TokenizerInfo> tokenizer_;
     MatcherOptions options_;
     EarleyParser parser_;
-    LexerStates lexer_states_;
+    LexerStates& lexer_states_;  // the grammar's, shared with its other matchers
     RowStore store_;
     int32_t lexer_ = LexerStates::kDead;  // current lexer state
     bool in_lexeme_ = false;              // bytes of the current lexeme have been read
     bool terminated_ = false;
     std::deque<Checkpoint> history_;
-    std::vector<std::unique_ptr<StateMask>> masks_;    // by lexer state
+    std::shared_ptr<StateMaskCache> shared_masks_;     // of (grammar_, tokenizer_), shared by matchers
+    std::vector<LocalMask> masks_;                     // by lexer state; mask null until first use
     std::unordered_map<uint64_t, int32_t> scan_memo_;  // (row, accepted set) -> temp row, one fill
 };
 

@@ -1,6 +1,10 @@
 #include "grammar/lexeme_dfa.h"
 
+#include "grammar/dfa_minimizer.h"
+
 #include <algorithm>
+#include <functional>
+#include <memory>
 #include <map>
 #include <string>
 #include <unordered_map>
@@ -48,7 +52,10 @@ struct ClassDfa {
 
 class NfaBuilder {
 public:
-    NfaBuilder(const ByteClasses& classes, int max_states) : classes_(classes), max_states_(max_states) {}
+    // sub_dfa(item): the minimal automaton of a repeated item, or null to expand it as a tree.
+    using SubDfa = std::function<const ClassDfa*(const Regex&)>;
+    NfaBuilder(const ByteClasses& classes, int max_states, SubDfa sub_dfa)
+        : classes_(classes), max_states_(max_states), sub_dfa_(std::move(sub_dfa)) {}
 
     struct Edge {
         ByteSet classes;  // over class ids
@@ -93,32 +100,63 @@ public:
                 }
                 return out;
             }
-            case RegexKind::kRepeat: {
-                int32_t cur = in;
-                for (int i = 0; i < r->min && !overflow; ++i) cur = build(r->items[0], cur);
-                if (r->max < 0) {
-                    const int32_t loop = new_state();
-                    eps[cur].push_back(loop);
-                    eps[build(r->items[0], loop)].push_back(loop);
-                    return loop;
-                }
-                const int32_t out = new_state();
-                eps[cur].push_back(out);
-                for (int i = r->min; i < r->max && !overflow; ++i) {
-                    const int32_t start = new_state();
-                    eps[cur].push_back(start);
-                    cur = build(r->items[0], start);
-                    eps[cur].push_back(out);
-                }
-                return out;
-            }
+            case RegexKind::kRepeat: return build_repeat(r, in);
         }
         return in;
     }
 
 private:
+    // Copies of the item: as its minimal automaton when it is more than a byte (a UTF-8 string
+    // character has ~10 states there, against a tree of ~40 alternatives whose closures the subset
+    // construction would otherwise carry into every copy).
+    int32_t build_repeat(const Regex& r, int32_t in) {
+        const Regex& item = r->items[0];
+        const ClassDfa* d = item->kind == RegexKind::kByte || !sub_dfa_ ? nullptr : sub_dfa_(item);
+        auto copy = [&](int32_t from) { return d != nullptr ? instantiate(*d, from) : build(item, from); };
+        int32_t cur = in;
+        for (int i = 0; i < r->min && !overflow; ++i) cur = copy(cur);
+        if (r->max < 0) {
+            const int32_t loop = new_state();
+            eps[cur].push_back(loop);
+            eps[copy(loop)].push_back(loop);
+            return loop;
+        }
+        const int32_t out = new_state();
+        eps[cur].push_back(out);
+        for (int i = r->min; i < r->max && !overflow; ++i) {
+            const int32_t start = new_state();
+            eps[cur].push_back(start);
+            cur = copy(start);
+            eps[cur].push_back(out);
+        }
+        return out;
+    }
+
+    // A copy of d entered from `in`; returns the state its accepting states lead to by epsilon.
+    int32_t instantiate(const ClassDfa& d, int32_t in) {
+        const int nc = classes_.num_classes;
+        const auto base = static_cast<int32_t>(edges.size());
+        for (int s = 0; s < d.num_states(); ++s) new_state();
+        const int32_t out = new_state();
+        if (overflow) return out;
+        eps[in].push_back(base);
+        for (int s = 0; s < d.num_states(); ++s) {
+            for (int c = 0; c < nc; ++c) {
+                const int32_t t = d.next[static_cast<size_t>(s) * nc + c];
+                if (t < 0) continue;
+                auto& out_edges = edges[base + s];
+                auto it = std::find_if(out_edges.begin(), out_edges.end(), [&](const Edge& e) { return e.to == base + t; });
+                if (it == out_edges.end()) it = out_edges.insert(out_edges.end(), Edge{ByteSet{}, base + t});
+                it->classes.add(static_cast<uint8_t>(c));
+            }
+            if (d.accepting[s]) eps[base + s].push_back(out);
+        }
+        return out;
+    }
+
     const ByteClasses& classes_;
     int max_states_;
+    SubDfa sub_dfa_;
 };
 
 struct VecHash {
@@ -133,8 +171,29 @@ Status budget_error(const char* what) {
     return invalid_argument(std::string("grammar too large: ") + what);
 }
 
-Result<ClassDfa> determinize(const Regex& r, const ByteClasses& classes, int max_states, Clock::time_point deadline) {
-    NfaBuilder nfa(classes, max_states * 8);
+ClassDfa prune_dead(const ClassDfa& d, int nc);
+
+// Minimal automata of repeated items, by node, for one lexeme (they are over its byte classes).
+using SubDfaMemo = std::unordered_map<const RegexNode*, std::unique_ptr<ClassDfa>>;
+
+Result<ClassDfa> determinize(const Regex& r, const ByteClasses& classes, int max_states, Clock::time_point deadline,
+                             SubDfaMemo* memo) {
+    auto sub_dfa = [&](const Regex& item) -> const ClassDfa* {
+        auto it = memo->find(item.get());
+        if (it != memo->end()) return it->second.get();
+        std::unique_ptr<ClassDfa> min;
+        auto d = determinize(item, classes, max_states, deadline, memo);
+        if (d.ok()) {
+            ClassDfa pruned = prune_dead(d.value(), classes.num_classes);
+            // A start state with no way to accept: leave the item to the tree expansion.
+            if (pruned.num_states() > 0) {
+                TransitionTable t = minimize_dfa({std::move(pruned.next), std::move(pruned.accepting)}, classes.num_classes);
+                min = std::make_unique<ClassDfa>(ClassDfa{std::move(t.next), std::move(t.accepting)});
+            }
+        }
+        return memo->emplace(item.get(), std::move(min)).first->second.get();
+    };
+    NfaBuilder nfa(classes, max_states * 8, sub_dfa);
     const int32_t start = nfa.new_state();
     const int32_t final_state = nfa.build(r, start);
     if (nfa.overflow) return budget_error("a lexeme's automaton is over the state limit");
@@ -203,6 +262,54 @@ Result<ClassDfa> determinize(const Regex& r, const ByteClasses& classes, int max
     return dfa;
 }
 
+
+// Drops states that cannot reach an accepting state; state 0 stays first (or the DFA is empty).
+ClassDfa prune_dead(const ClassDfa& d, int nc) {
+    const int n = d.num_states();
+    std::vector<std::vector<int32_t>> rev(n);
+    for (int s = 0; s < n; ++s) {
+        for (int c = 0; c < nc; ++c) {
+            if (d.next[s * nc + c] >= 0) rev[d.next[s * nc + c]].push_back(s);
+        }
+    }
+    std::vector<uint8_t> live(n);
+    std::vector<int32_t> stack;
+    for (int s = 0; s < n; ++s) {
+        if (d.accepting[s]) {
+            live[s] = 1;
+            stack.push_back(s);
+        }
+    }
+    while (!stack.empty()) {
+        const int32_t s = stack.back();
+        stack.pop_back();
+        for (int32_t p : rev[s]) {
+            if (!live[p]) {
+                live[p] = 1;
+                stack.push_back(p);
+            }
+        }
+    }
+    ClassDfa out;
+    if (n == 0 || !live[0]) return out;
+    std::vector<int32_t> id(n, -1);
+    int k = 0;
+    for (int s = 0; s < n; ++s) {
+        if (live[s]) id[s] = k++;
+    }
+    out.next.assign(static_cast<size_t>(k) * nc, -1);
+    out.accepting.resize(k);
+    for (int s = 0; s < n; ++s) {
+        if (!live[s]) continue;
+        out.accepting[id[s]] = d.accepting[s];
+        for (int c = 0; c < nc; ++c) {
+            const int32_t t = d.next[s * nc + c];
+            out.next[id[s] * nc + c] = t >= 0 ? id[t] : -1;
+        }
+    }
+    return out;
+}
+
 }  // namespace
 
 class DfaBuilder {
@@ -213,7 +320,8 @@ public:
         std::vector<ClassDfa> parts;
         for (const auto* list : {&spec.all_of, &spec.none_of}) {
             for (const Regex& r : *list) {
-                auto d = determinize(r, classes, max_states, deadline);
+                SubDfaMemo memo;
+                auto d = determinize(r, classes, max_states, deadline, &memo);
                 if (!d.ok()) return d.status();
                 parts.push_back(std::move(d).value());
             }
@@ -256,12 +364,12 @@ public:
                 prod.next[i * nc + c] = intern(std::move(t));
             }
         }
-        ClassDfa pruned = prune(prod, nc);
+        ClassDfa pruned = prune_dead(prod, nc);
         LexemeDfa out;
         out.class_of_ = classes.class_of;
         out.num_classes_ = nc;
         if (pruned.num_states() == 0) return out;
-        ClassDfa min = minimize(pruned, nc);
+        TransitionTable min = minimize_dfa({std::move(pruned.next), std::move(pruned.accepting)}, nc);
         out.next_ = std::move(min.next);
         out.accepting_ = std::move(min.accepting);
         out.start_ = 0;
@@ -270,100 +378,6 @@ public:
             for (int c = 0; c < nc; ++c) out.has_next_[s] |= out.next_[s * nc + c] >= 0;
         }
         return out;
-    }
-
-private:
-    // Drops states that cannot reach an accepting state; state 0 stays first (or the DFA is empty).
-    static ClassDfa prune(const ClassDfa& d, int nc) {
-        const int n = d.num_states();
-        std::vector<std::vector<int32_t>> rev(n);
-        for (int s = 0; s < n; ++s) {
-            for (int c = 0; c < nc; ++c) {
-                if (d.next[s * nc + c] >= 0) rev[d.next[s * nc + c]].push_back(s);
-            }
-        }
-        std::vector<uint8_t> live(n);
-        std::vector<int32_t> stack;
-        for (int s = 0; s < n; ++s) {
-            if (d.accepting[s]) {
-                live[s] = 1;
-                stack.push_back(s);
-            }
-        }
-        while (!stack.empty()) {
-            const int32_t s = stack.back();
-            stack.pop_back();
-            for (int32_t p : rev[s]) {
-                if (!live[p]) {
-                    live[p] = 1;
-                    stack.push_back(p);
-                }
-            }
-        }
-        ClassDfa out;
-        if (n == 0 || !live[0]) return out;
-        std::vector<int32_t> id(n, -1);
-        int k = 0;
-        for (int s = 0; s < n; ++s) {
-            if (live[s]) id[s] = k++;
-        }
-        out.next.assign(static_cast<size_t>(k) * nc, -1);
-        out.accepting.resize(k);
-        for (int s = 0; s < n; ++s) {
-            if (!live[s]) continue;
-            out.accepting[id[s]] = d.accepting[s];
-            for (int c = 0; c < nc; ++c) {
-                const int32_t t = d.next[s * nc + c];
-                out.next[id[s] * nc + c] = t >= 0 ? id[t] : -1;
-            }
-        }
-        return out;
-    }
-
-    // Moore partition refinement; gives up (returns the input) after a bounded number of rounds.
-    static ClassDfa minimize(const ClassDfa& d, int nc) {
-        const int n = d.num_states();
-        std::vector<int32_t> block(n);
-        for (int s = 0; s < n; ++s) block[s] = d.accepting[s];
-        int num_blocks = 0;
-        for (int round = 0; round < 24; ++round) {
-            std::unordered_map<std::vector<int32_t>, int32_t, VecHash> ids;
-            std::vector<int32_t> next_block(n);
-            for (int s = 0; s < n; ++s) {
-                std::vector<int32_t> sig(nc + 1);
-                sig[0] = block[s];
-                for (int c = 0; c < nc; ++c) {
-                    const int32_t t = d.next[s * nc + c];
-                    sig[c + 1] = t >= 0 ? block[t] : -1;
-                }
-                next_block[s] = ids.emplace(std::move(sig), static_cast<int32_t>(ids.size())).first->second;
-            }
-            const int count = static_cast<int>(ids.size());
-            block = std::move(next_block);
-            if (count == num_blocks) {
-                // Renumber so that the start state's block is 0.
-                std::vector<int32_t> order(count, -1);
-                int k = 0;
-                order[block[0]] = k++;
-                for (int s = 0; s < n; ++s) {
-                    if (order[block[s]] < 0) order[block[s]] = k++;
-                }
-                ClassDfa out;
-                out.next.assign(static_cast<size_t>(count) * nc, -1);
-                out.accepting.resize(count);
-                for (int s = 0; s < n; ++s) {
-                    const int32_t b = order[block[s]];
-                    out.accepting[b] = d.accepting[s];
-                    for (int c = 0; c < nc; ++c) {
-                        const int32_t t = d.next[s * nc + c];
-                        out.next[b * nc + c] = t >= 0 ? order[block[t]] : -1;
-                    }
-                }
-                return out;
-            }
-            num_blocks = count;
-        }
-        return d;
     }
 };
 

@@ -1,6 +1,6 @@
 // The deterministic automaton of one lexeme over bytes: the strings matching every regex of
 // `all_of`, none of `none_of`, and not empty. Built at compile time (subset construction, then
-// pruning of states that cannot reach an accepting one, then Moore minimisation), immutable after.
+// pruning of states that cannot reach an accepting one, then Hopcroft minimisation (dfa_minimizer.h)), immutable after.
 // Any thread (immutable).
 #pragma once
 

@@ -1,13 +1,32 @@
 #include "grammar/lexer_states.h"
 
+#include "base/check.h"
+#include "grammar/compiled_grammar.h"
+
+#include <algorithm>
+
 namespace hichat::grammar {
 
-int32_t LexerStates::intern(Pairs pairs) {
+LexerStates::Chunk::Chunk() : trans(new std::atomic<int32_t>[kChunkStates * 256]) {
+    for (size_t i = 0; i < size_t{kChunkStates} * 256; ++i) trans[i].store(kUnknown, std::memory_order_relaxed);
+    for (auto& v : plain_step) v.store(kPending, std::memory_order_relaxed);
+    for (auto& v : plain_run) v.store(kUnknown, std::memory_order_relaxed);
+}
+
+LexerStates::~LexerStates() {
+    for (auto& c : chunks_) delete c.load(std::memory_order_relaxed);
+}
+
+// Caller holds mu_.
+int32_t LexerStates::intern_locked(Pairs pairs) {
     if (pairs.empty()) return kDead;
     std::string key(reinterpret_cast<const char*>(pairs.data()), pairs.size() * sizeof(pairs[0]));
     auto it = ids_.find(key);
     if (it != ids_.end()) return it->second;
-    const auto id = static_cast<int32_t>(pairs_.size());
+    const int32_t id = num_states_.load(std::memory_order_relaxed);
+    CHECK_LT(id, kMaxChunks * kChunkStates) << "lexer states of one grammar";
+    if (slot(id) == 0) chunks_[static_cast<size_t>(id) >> kChunkBits].store(new Chunk(), std::memory_order_release);
+    Chunk& c = chunk(id);
     std::vector<int32_t> acc;
     bool more = false;
     for (auto [lex, s] : pairs) {
@@ -16,12 +35,12 @@ int32_t LexerStates::intern(Pairs pairs) {
         more = more || d.has_next(s);
     }
     std::string acc_key(reinterpret_cast<const char*>(acc.data()), acc.size() * sizeof(acc[0]));
-    accepted_id_.push_back(accepted_ids_.emplace(std::move(acc_key), static_cast<int32_t>(accepted_ids_.size())).first->second);
-    accepted_.push_back(std::move(acc));
-    has_next_.push_back(more);
-    pairs_.push_back(std::move(pairs));
-    trans_.resize(trans_.size() + 256, kUnknown);
+    c.accepted_id[slot(id)] = accepted_ids_.emplace(std::move(acc_key), static_cast<int32_t>(accepted_ids_.size())).first->second;
+    c.accepted[slot(id)] = std::move(acc);
+    c.has_next[slot(id)] = more;
+    c.pairs[slot(id)] = std::move(pairs);
     ids_.emplace(std::move(key), id);
+    num_states_.store(id + 1, std::memory_order_release);
     return id;
 }
 
@@ -31,18 +50,154 @@ int32_t LexerStates::start_state(std::span<const int32_t> lexemes) {
         const int32_t s = g_.lexeme(lex).start();
         if (s >= 0) pairs.emplace_back(lex, s);
     }
-    return intern(std::move(pairs));
+    std::lock_guard lock(mu_);
+    return intern_locked(std::move(pairs));
 }
 
 int32_t LexerStates::compute_next(int32_t state, uint8_t byte) {
     Pairs next;
-    for (auto [lex, s] : pairs_[state]) {
+    for (auto [lex, s] : chunk(state).pairs[slot(state)]) {
         const int32_t t = g_.lexeme(lex).next(s, byte);
         if (t >= 0) next.emplace_back(lex, t);
     }
-    const int32_t id = intern(std::move(next));
-    trans_[static_cast<size_t>(state) * 256 + byte] = id;
+    std::lock_guard lock(mu_);
+    const int32_t id = intern_locked(std::move(next));
+    chunk(state).trans[slot(state) * 256 + byte].store(id, std::memory_order_release);
     return id;
+}
+
+}  // namespace hichat::grammar
+
+namespace hichat::grammar {
+
+std::string LexerStates::key(int32_t state) const {
+    const Pairs& p = chunk(state).pairs[slot(state)];
+    return std::string(reinterpret_cast<const char*>(p.data()), p.size() * sizeof(p[0]));
+}
+
+int32_t LexerStates::accepted_id_of(const std::vector<int32_t>& lexemes) {
+    std::lock_guard lock(mu_);
+    std::string k(reinterpret_cast<const char*>(lexemes.data()), lexemes.size() * sizeof(lexemes[0]));
+    return accepted_ids_.emplace(std::move(k), static_cast<int32_t>(accepted_ids_.size())).first->second;
+}
+
+namespace {
+
+struct ByteRange {
+    uint8_t lo, hi;
+};
+// Valid UTF-8 sequences of 2-4 bytes, by lead-byte group (as TokenizerInfo::plain_chars takes them).
+struct Utf8Group {
+    ByteRange bytes[4];
+    int len;
+};
+constexpr Utf8Group kUtf8Groups[] = {
+    {{{0xC2, 0xDF}, {0x80, 0xBF}}, 2},
+    {{{0xE0, 0xE0}, {0xA0, 0xBF}, {0x80, 0xBF}}, 3},
+    {{{0xE1, 0xEC}, {0x80, 0xBF}, {0x80, 0xBF}}, 3},
+    {{{0xED, 0xED}, {0x80, 0x9F}, {0x80, 0xBF}}, 3},
+    {{{0xEE, 0xEF}, {0x80, 0xBF}, {0x80, 0xBF}}, 3},
+    {{{0xF0, 0xF0}, {0x90, 0xBF}, {0x80, 0xBF}, {0x80, 0xBF}}, 4},
+    {{{0xF1, 0xF3}, {0x80, 0xBF}, {0x80, 0xBF}, {0x80, 0xBF}}, 4},
+    {{{0xF4, 0xF4}, {0x80, 0x8F}, {0x80, 0xBF}, {0x80, 0xBF}}, 4},
+};
+
+}  // namespace
+
+// Runs the sets of states reached by every sequence of each group at once.
+int32_t LexerStates::plain_step_utf8(int32_t state) {
+    bool died = false;
+    std::vector<int32_t> ends;
+    for (const Utf8Group& g : kUtf8Groups) {
+        std::vector<int32_t> cur{state}, nxt;
+        for (int k = 0; k < g.len; ++k) {
+            nxt.clear();
+            for (int32_t s : cur) {
+                for (int b = g.bytes[k].lo; b <= g.bytes[k].hi; ++b) {
+                    const int32_t t = next(s, static_cast<uint8_t>(b));
+                    if (t != kDead) {
+                        nxt.push_back(t);
+                    } else if (accepting(s)) {
+                        return kMixed;  // a lexeme would end inside a plain token
+                    } else {
+                        died = true;
+                    }
+                }
+            }
+            std::sort(nxt.begin(), nxt.end());
+            nxt.erase(std::unique(nxt.begin(), nxt.end()), nxt.end());
+            cur.swap(nxt);
+        }
+        ends.insert(ends.end(), cur.begin(), cur.end());
+    }
+    std::sort(ends.begin(), ends.end());
+    ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
+    if (ends.empty()) return kDead;
+    return !died && ends.size() == 1 ? ends[0] : kMixed;
+}
+
+int32_t LexerStates::plain_step(int32_t state) {
+    std::atomic<int32_t>& memo = chunk(state).plain_step[slot(state)];
+    if (const int32_t known = memo.load(std::memory_order_acquire); known != kPending) return known;
+    int32_t result = next(state, ' ');
+    for (int b = 0x21; b <= 0x7E && result != kMixed; ++b) {
+        if (b == '"' || b == '\\') continue;
+        if (next(state, static_cast<uint8_t>(b)) != result) result = kMixed;
+    }
+    if (result == kDead && accepting(state)) result = kMixed;  // a lexeme ends before a plain character
+    if (result != kMixed && plain_step_utf8(state) != result) result = kMixed;
+    memo.store(result, std::memory_order_release);  // a race computes the same value twice
+    return result;
+}
+
+// Follows the chain state -> plain_step -> ... until it dies, mixes, loops or reaches max_chars;
+// each state on it gets (steps that follow it, capped at max_chars) or -1.
+int LexerStates::plain_run(int32_t state, int max_chars) {
+    const int r = plain_run_capped(state);
+    if (r < 0) return -1;
+    if (r >= kRunCap) return max_chars <= kRunCap ? max_chars : -1;
+    return std::min(r, max_chars);
+}
+
+// plain_run with max_chars = kRunCap, memoised (independent of the vocabulary).
+int LexerStates::plain_run_capped(int32_t state) {
+    constexpr int max_chars = kRunCap;
+    auto memo = [&](int32_t s) -> std::atomic<int32_t>& { return chunk(s).plain_run[slot(s)]; };
+    std::vector<int32_t> chain;
+    int tail = 0;  // the run of the state after chain.back()
+    for (int32_t s = state;;) {
+        if (const int known = memo(s).load(std::memory_order_acquire); known != kUnknown) {
+            tail = known;
+            break;
+        }
+        if (static_cast<int>(chain.size()) >= max_chars) {
+            // Long enough for every plain token from `state`; the later states are not known yet.
+            memo(state).store(max_chars, std::memory_order_release);
+            return max_chars;
+        }
+        if (std::find(chain.begin(), chain.end(), s) != chain.end()) {
+            tail = max_chars;  // a loop: plain characters go on for ever
+            break;
+        }
+        chain.push_back(s);
+        const int32_t t = plain_step(s);
+        if (t == kMixed) {
+            tail = -1;
+            break;
+        }
+        if (t == kDead) {
+            chain.pop_back();
+            memo(s).store(0, std::memory_order_release);
+            tail = 0;
+            break;
+        }
+        s = t;
+    }
+    for (size_t i = chain.size(); i-- > 0;) {
+        tail = tail < 0 ? -1 : std::min(max_chars, tail + 1);
+        memo(chain[i]).store(tail, std::memory_order_release);
+    }
+    return memo(state).load(std::memory_order_acquire);
 }
 
 }  // namespace hichat::grammar

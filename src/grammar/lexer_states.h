@@ -2,51 +2,93 @@
 // automaton state) pairs, i.e. every lexeme the parser allowed at the last boundary that can still
 // match the bytes read since. Lexing is greedy: a byte that extends some live lexeme extends it; a
 // byte that extends none ends the lexeme (if one is complete) and starts the next. States and
-// transitions are interned on first use. Owned by one matcher; one thread at a time.
+// transitions are interned on first use.
+// One per CompiledGrammar, shared by all its matchers. Thread-safe: next() is a lock-free load once
+// a transition is known; new states and transitions are added under a mutex. A state's fields never
+// change after it is published (its id is returned), and states live in chunks that never move.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
-#include "grammar/compiled_grammar.h"
-
 namespace hichat::grammar {
+
+class CompiledGrammar;
 
 class LexerStates {
 public:
     static constexpr int32_t kDead = -1;
 
     explicit LexerStates(const CompiledGrammar& grammar) : g_(grammar) {}
+    ~LexerStates();
+    LexerStates(const LexerStates&) = delete;
+    LexerStates& operator=(const LexerStates&) = delete;
 
     // The state before any byte of a lexeme, when `lexemes` (sorted) are allowed; kDead if none.
     int32_t start_state(std::span<const int32_t> lexemes);
     int32_t next(int32_t state, uint8_t byte) {
-        const int32_t t = trans_[static_cast<size_t>(state) * 256 + byte];
+        const int32_t t = chunk(state).trans[slot(state) * 256 + byte].load(std::memory_order_acquire);
         return t != kUnknown ? t : compute_next(state, byte);
     }
-    bool accepting(int32_t state) const { return !accepted_[state].empty(); }
-    const std::vector<int32_t>& accepted(int32_t state) const { return accepted_[state]; }  // sorted lexeme ids
-    int32_t accepted_id(int32_t state) const { return accepted_id_[state]; }  // equal sets, equal ids
-    bool has_next(int32_t state) const { return has_next_[state] != 0; }
-    int num_states() const { return static_cast<int>(accepted_.size()); }
+    bool accepting(int32_t state) const { return !accepted(state).empty(); }
+    const std::vector<int32_t>& accepted(int32_t state) const { return chunk(state).accepted[slot(state)]; }  // sorted ids
+    int32_t accepted_id(int32_t state) const { return chunk(state).accepted_id[slot(state)]; }  // equal sets, equal ids
+    bool has_next(int32_t state) const { return chunk(state).has_next[slot(state)] != 0; }
+    int num_states() const { return num_states_.load(std::memory_order_acquire); }
+    // The state's content as bytes (its sorted pairs).
+    std::string key(int32_t state) const;
+    // The accepted_id of a set of lexemes (sorted), interned if new.
+    int32_t accepted_id_of(const std::vector<int32_t>& lexemes);
+
+    // The slicer's test. Returns r >= 0 when, from `state`, every plain string of at most r
+    // characters (TokenizerInfo::plain_chars; r capped at max_chars) reads every byte inside the
+    // lexeme, and every longer plain string dies without completing a lexeme (no lexeme boundary
+    // inside a plain token); -1 when neither holds (the slicer does not apply).
+    int plain_run(int32_t state, int max_chars);
 
 private:
     static constexpr int32_t kUnknown = -2;
+    static constexpr int32_t kMixed = -3;     // plain characters lead to different places
+    static constexpr int32_t kPending = -4;   // plain_step not computed yet
+    static constexpr int kChunkBits = 8;      // 256 states per chunk
+    static constexpr int kChunkStates = 1 << kChunkBits;
+    static constexpr int kMaxChunks = 4096;   // at most 1M states
     using Pairs = std::vector<std::pair<int32_t, int32_t>>;  // (lexeme, automaton state), sorted
 
-    int32_t intern(Pairs pairs);
+    struct Chunk {
+        Chunk();
+        std::unique_ptr<std::atomic<int32_t>[]> trans;  // [kChunkStates * 256], kUnknown until computed
+        std::array<Pairs, kChunkStates> pairs;
+        std::array<std::vector<int32_t>, kChunkStates> accepted;
+        std::array<int32_t, kChunkStates> accepted_id{};
+        std::array<uint8_t, kChunkStates> has_next{};
+        std::array<std::atomic<int32_t>, kChunkStates> plain_step;  // kPending until computed
+        std::array<std::atomic<int32_t>, kChunkStates> plain_run;   // kUnknown until computed
+    };
+
+    static size_t slot(int32_t state) { return static_cast<size_t>(state) & (kChunkStates - 1); }
+    Chunk& chunk(int32_t state) const { return *chunks_[static_cast<size_t>(state) >> kChunkBits].load(std::memory_order_acquire); }
+    int32_t intern_locked(Pairs pairs);
     int32_t compute_next(int32_t state, uint8_t byte);
+    // The one state every plain character leads to from `state`, kDead if every one dies without a
+    // lexeme boundary, else kMixed.
+    int32_t plain_step(int32_t state);
+    int32_t plain_step_utf8(int32_t state);
+    int plain_run_capped(int32_t state);
+    static constexpr int kRunCap = 256;  // plain_run memo: longer runs count as unbounded
 
     const CompiledGrammar& g_;
-    std::vector<Pairs> pairs_;
-    std::vector<std::vector<int32_t>> accepted_;
-    std::vector<int32_t> accepted_id_;
-    std::vector<uint8_t> has_next_;
-    std::vector<int32_t> trans_;  // [num_states * 256], kUnknown until computed
+    std::mutex mu_;  // guards the maps and the creation of states
+    std::array<std::atomic<Chunk*>, kMaxChunks> chunks_{};
+    std::atomic<int32_t> num_states_{0};
     std::unordered_map<std::string, int32_t> ids_;
     std::unordered_map<std::string, int32_t> accepted_ids_;
 };

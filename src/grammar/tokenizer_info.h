@@ -1,9 +1,13 @@
 // TokenizerInfo: what the grammar matcher needs to know about a vocabulary, built once per model:
 // each token's bytes, the ids that never stand for text (special tokens, EOS), and a byte trie over
 // the text tokens in depth-first order (a node's subtree is the index range [node + 1, subtree_end)).
+// For the slicer (llguidance's idea): the "plain" tokens, whose bytes are all plain JSON-string
+// characters (ASCII 0x20-0x7E but '"' and '\\', or whole valid UTF-8 sequences of 2-4 bytes), as
+// bitsets by number of characters, and a second trie of the other tokens.
 // Immutable after create(); shared by all matchers of the model; any thread.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -19,6 +23,12 @@ struct TrieNode {
     uint16_t depth = 0;         // bytes from the root (root 0)
     uint32_t subtree_end = 0;   // one past the last node of this node's subtree
     uint32_t tokens_begin = 0;  // tokens ending here: token_ids[tokens_begin, next node's tokens_begin)
+};
+
+// A byte trie over some of the text tokens, in depth-first order.
+struct VocabTrie {
+    std::vector<TrieNode> nodes;  // [0] root, last: sentinel
+    std::vector<int32_t> tokens;  // token ids by node: nodes[i].tokens_begin .. nodes[i + 1].tokens_begin
 };
 
 class TokenizerInfo {
@@ -42,8 +52,16 @@ public:
     bool is_text(int32_t id) const { return id >= 0 && id < num_tokens() && kind_[id] == kText; }
     int max_token_bytes() const { return max_token_bytes_; }
 
-    const std::vector<TrieNode>& trie() const { return trie_; }  // [0] root, last: sentinel
-    const std::vector<int32_t>& trie_tokens() const { return trie_tokens_; }
+    const VocabTrie& trie() const { return trie_; }              // all text tokens
+    const VocabTrie& non_plain_trie() const { return non_plain_trie_; }  // text tokens that are not plain
+    // The most characters in a plain token (0: none).
+    int max_plain_chars() const { return static_cast<int>(plain_upto_.size()) - 1; }
+    // [mask words]: plain tokens of at most num_chars characters (capped at max_plain_chars()).
+    const std::vector<uint32_t>& plain_tokens_upto(int num_chars) const {
+        return plain_upto_[std::min(num_chars, max_plain_chars())];
+    }
+    // Characters in `bytes` if it is plain text, else -1.
+    static int plain_chars(std::string_view bytes);
 
 private:
     enum Kind : uint8_t { kText, kEos, kSpecial };
@@ -51,8 +69,9 @@ private:
     std::vector<std::string> token_bytes_;
     std::vector<uint8_t> kind_;
     std::vector<int32_t> eos_ids_;
-    std::vector<TrieNode> trie_;
-    std::vector<int32_t> trie_tokens_;
+    VocabTrie trie_;
+    VocabTrie non_plain_trie_;
+    std::vector<std::vector<uint32_t>> plain_upto_;  // [max plain chars + 1][mask words]
     int32_t vocab_size_ = 0;
     int max_token_bytes_ = 0;
 };
