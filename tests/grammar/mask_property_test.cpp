@@ -102,7 +102,8 @@ TEST_P(MaskProperty, RandomWalksEndInValidJsonAndMasksEqualBruteForce) {
     EXPECT_GE(brute_checks, 12);
 }
 
-INSTANTIATE_TEST_SUITE_P(Real, MaskProperty, ::testing::Values("llama3_2", "qwen2_5", "llama2"));
+INSTANTIATE_TEST_SUITE_P(Real, MaskProperty, ::testing::Values("llama3_2", "qwen2_5", "llama2"),
+                         [](const auto& info) { return std::string(info.param); });
 
 }  // namespace
 }  // namespace hichat::grammar

@@ -47,7 +47,8 @@ TEST(TokenBytesFallback, ByteTokensAreOneByte) {
     EXPECT_EQ((*tok)->token_bytes(*space), " the");
 }
 
-INSTANTIATE_TEST_SUITE_P(Real, TokenBytes, ::testing::Values("llama3_2", "qwen2_5", "llama2"));
+INSTANTIATE_TEST_SUITE_P(Real, TokenBytes, ::testing::Values("llama3_2", "qwen2_5", "llama2"),
+                         [](const auto& info) { return std::string(info.param); });
 
 }  // namespace
 }  // namespace hichat::grammar
