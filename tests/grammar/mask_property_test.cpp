@@ -2,7 +2,7 @@
 // with byte fallback, like Mistral): seeded random walks that only pick allowed tokens end, when
 // they pick EOS in an accepting state, in text that parses as JSON and that a fresh matcher
 // accepts; the trie mask equals the brute-force mask on sampled states. Each walk's text is
-// appended to HICHAT_GRAMMAR_WALKS_OUT for tests/node_grammar/validate_walks.mjs (ajv).
+// written to HICHAT_GRAMMAR_WALKS_OUT_<vocab>.jsonl for tests/node_grammar/validate_walks.mjs (ajv).
 #include <fstream>
 #include <random>
 
@@ -49,7 +49,8 @@ class MaskProperty : public ::testing::TestWithParam<const char*> {};
 TEST_P(MaskProperty, RandomWalksEndInValidJsonAndMasksEqualBruteForce) {
     auto vocab = test::load_vocab(GetParam());
     ASSERT_NE(vocab, nullptr);
-    std::ofstream out(HICHAT_GRAMMAR_WALKS_OUT, std::ios::app);
+    // One file per vocabulary, written afresh: the instances run as separate, concurrent ctest tests.
+    std::ofstream out(std::string(HICHAT_GRAMMAR_WALKS_OUT) + "_" + GetParam() + ".jsonl", std::ios::trunc);
     std::mt19937 rng(20261202);
     int walks_done = 0, brute_checks = 0;
     for (int si = 0; si < static_cast<int>(std::size(kSchemas)); ++si) {

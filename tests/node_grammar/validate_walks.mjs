@@ -1,4 +1,4 @@
-// Validates each line of the grammar walks file ({vocab, schema, text}) with ajv: the text must
+// Validates each line of the grammar walks files ({vocab, schema, text}), given as arguments, with ajv: the text must
 // parse as JSON and validate against the schema. Exit 1 on any failure or an empty file.
 import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
@@ -12,8 +12,7 @@ try {
   console.error("validate_walks: ajv missing; run npm ci --prefix tests/node_grammar");
   process.exit(1);
 }
-const file = process.argv[2];
-const lines = readFileSync(file, "utf8").split("\n").filter((l) => l.length > 0);
+const lines = process.argv.slice(2).flatMap((file) => readFileSync(file, "utf8").split("\n").filter((l) => l.length > 0));
 const ajv = new Ajv({ strict: false, allErrors: true });
 addFormats(ajv);
 let failures = 0;
