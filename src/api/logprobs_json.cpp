@@ -2,38 +2,14 @@
 
 #include <cmath>
 
+#include "tokenizer/utf8.h"
+
 namespace hichat::api {
 namespace {
 
 using Json = nlohmann::ordered_json;
 
 double logprob_value(float v) { return std::isfinite(v) ? static_cast<double>(v) : -9999.0; }
-
-// `bytes` with every invalid UTF-8 sequence replaced by U+FFFD (one per maximal invalid prefix).
-std::string valid_utf8(const std::string& bytes) {
-    std::string out;
-    size_t i = 0;
-    while (i < bytes.size()) {
-        const auto c = static_cast<unsigned char>(bytes[i]);
-        const int len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xe ? 3 : (c >> 3) == 0x1e ? 4 : 0;
-        bool ok = len > 0 && i + static_cast<size_t>(len) <= bytes.size();
-        for (int k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(bytes[i + k]) & 0xc0) == 0x80;
-        if (ok && len > 1) {  // overlong forms, surrogates and code points past U+10FFFF are invalid too
-            uint32_t cp = c & (0xff >> (len + 1));
-            for (int k = 1; k < len; ++k) cp = (cp << 6) | (static_cast<unsigned char>(bytes[i + k]) & 0x3f);
-            static constexpr uint32_t kMin[] = {0, 0, 0x80, 0x800, 0x10000};
-            ok = cp >= kMin[len] && cp <= 0x10ffff && !(cp >= 0xd800 && cp <= 0xdfff);
-        }
-        if (ok) {
-            out.append(bytes, i, static_cast<size_t>(len));
-            i += static_cast<size_t>(len);
-        } else {
-            out += "\xef\xbf\xbd";
-            ++i;
-        }
-    }
-    return out;
-}
 
 int64_t code_points(const std::string& utf8) {
     int64_t n = 0;
@@ -49,7 +25,7 @@ std::string LogprobsJson::token_text(int32_t id, Json* bytes) const {
         *bytes = Json::array();
         for (unsigned char c : raw) bytes->push_back(static_cast<int>(c));
     }
-    return valid_utf8(raw);
+    return tokenizer::to_valid_utf8(raw);
 }
 
 void LogprobsJson::append_chat(std::span<const int32_t> ids, std::span<const sampling::TokenLogprobs> logprobs,
