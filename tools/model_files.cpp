@@ -59,6 +59,7 @@ Result<ChatTemplateFiles> load_chat_template(const std::string& model_dir) {
     auto parsed = tokenizer::ChatTemplate::parse(*source);
     if (!parsed.ok()) return invalid_argument(source_file + ": chat_template: " + parsed.status().message());
     out.chat_template = std::move(parsed).value();
+    out.source = std::move(*source);
     return out;
 }
 

@@ -13,6 +13,7 @@ namespace hichat::tools {
 struct ChatTemplateFiles {
     std::optional<tokenizer::ChatTemplate> chat_template;  // nullopt: the folder has none
     std::string bos_token, eos_token;                      // from tokenizer_config.json; may be empty
+    std::string source;                                    // the template's text (empty: none)
 };
 
 // tokenizer_config.json's chat_template (a string, or the "default" of a list of named templates),

@@ -130,7 +130,8 @@ Status open_model_files(const ServeOptions& o, LoadedModel& m) {
     HICHAT_RETURN_IF_ERROR(chat.status());
     m.chat = std::move(chat).value();
     m.prompts = std::make_unique<api::PromptBuilder>(*m.tokenizer, m.chat.chat_template ? &*m.chat.chat_template : nullptr,
-                                                     m.chat.bos_token, m.chat.eos_token);
+                                                     m.chat.bos_token, m.chat.eos_token,
+                                                     api::detect_tool_format(m.chat.source));
     m.eos_ids = stop_token_ids(o.model_dir, m.checkpoint->config(), *m.tokenizer);
     m.fingerprint = model_fingerprint(o.model_dir);
     // The device is chosen from the shape before the server listens: `--device cuda` with a shape the

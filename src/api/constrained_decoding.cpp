@@ -43,6 +43,7 @@ std::optional<ApiError> ConstrainedDecoding::compile(const GrammarSpec& spec, Co
     }
     grammar::JsonSchemaOptions options;
     options.strict_additional_properties = spec.strict;
+    options.frame = spec.frame;
     options.limits.max_nesting_depth = kMaxSchemaDepth;
     auto compiled = cache_.get(spec.kind, spec.text, options);
     if (!compiled.ok()) {

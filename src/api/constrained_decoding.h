@@ -24,6 +24,7 @@ struct GrammarSpec {
     std::string text;  // the schema's JSON text, or the GBNF source
     bool strict = false;
     std::string param;
+    std::optional<grammar::JsonFrame> frame;  // tool calls: the values framed by the format's text
 };
 
 class ConstrainedDecoding {

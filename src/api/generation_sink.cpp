@@ -55,7 +55,8 @@ private:
 
 GenerationSink::GenerationSink(std::shared_ptr<ResponseWriter> writer, ResponseIds ids, bool stream,
                                bool include_usage, SinkContext context, AccessRecord record, QuotaLease lease,
-                               int num_choices, std::optional<LogprobsJson> logprobs)
+                               int num_choices, std::optional<LogprobsJson> logprobs,
+                               std::optional<ToolOutput> tools)
     : writer_(std::move(writer)),
       ids_(std::move(ids)),
       stream_(stream),
@@ -72,6 +73,13 @@ GenerationSink::GenerationSink(std::shared_ptr<ResponseWriter> writer, ResponseI
     }
     if (stream_) {
         for (size_t i = 0; i < choices_.size(); ++i) choices_[i].delta_format = delta_chunk_format(ids_, static_cast<int>(i));
+    }
+    if (tools) {
+        // Call ids from the response id and the choice: unique per response, no shared generator.
+        const uint64_t seed = std::hash<std::string>{}(ids_.id);
+        for (size_t i = 0; i < choices_.size(); ++i) {
+            choices_[i].tools.emplace(tools->format, tools->names, tools->parallel, seed + i);
+        }
     }
 }
 
@@ -117,6 +125,7 @@ bool GenerationSink::merge(int index, const engine::TokenEvent& event) {
         } else {
             c.text += event.text;
             if (logprobs_) append_logprobs(c, event, c.logprobs);
+            if (c.tools && event.finish != engine::FinishReason::kNone) split_tool_calls(c);
         }
     }
     if (event.finish == engine::FinishReason::kNone) return false;
@@ -131,6 +140,7 @@ bool GenerationSink::merge(int index, const engine::TokenEvent& event) {
             cancel_others = !last;
         } else {
             c.finish_reason = finish_reason_text(event.finish);
+            if (c.tools && c.tools->num_calls() > 0 && c.finish_reason == "stop") c.finish_reason = "tool_calls";
             if (stream_) writer_->write(finish_chunk(ids_, c.finish_reason, index));
             if (last) end_normally();
         }
@@ -156,6 +166,7 @@ void GenerationSink::write_delta(int index, const engine::TokenEvent& event) {
         writer_->start_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}, {"X-Request-Id", ids_.id}});
     }
     Choice& c = choices_[static_cast<size_t>(index)];
+    if (c.tools) return write_reply_parts(index, event);
     if (logprobs_ && !event.token_ids.empty()) {  // the slow path: the whole chunk built as JSON
         nlohmann::ordered_json lp = empty_logprobs();
         append_logprobs(c, event, lp);
@@ -164,6 +175,35 @@ void GenerationSink::write_delta(int index, const engine::TokenEvent& event) {
     } else if (!event.token_ids.empty() || !event.text.empty()) {
         writer_->write(delta_chunk(c.delta_format, event.text, c.first_chunk));
         c.first_chunk = false;
+    }
+}
+
+void GenerationSink::write_reply_parts(int index, const engine::TokenEvent& event) {
+    Choice& c = choices_[static_cast<size_t>(index)];
+    std::vector<ReplyPart> parts = c.tools->push(event.text);
+    if (event.finish != engine::FinishReason::kNone) {
+        for (ReplyPart& p : c.tools->finish()) parts.push_back(std::move(p));
+    }
+    for (const ReplyPart& p : parts) {
+        if (p.call) {
+            writer_->write(tool_call_chunks(ids_, index, c.num_streamed_calls++, *p.call, c.first_chunk));
+        } else {
+            writer_->write(delta_chunk(c.delta_format, p.content, c.first_chunk));
+        }
+        c.first_chunk = false;
+    }
+}
+
+void GenerationSink::split_tool_calls(Choice& c) {
+    std::vector<ReplyPart> parts = c.tools->push(c.text);
+    for (ReplyPart& p : c.tools->finish()) parts.push_back(std::move(p));
+    c.text.clear();
+    for (ReplyPart& p : parts) {
+        if (p.call) {
+            c.tool_calls.push_back(std::move(*p.call));
+        } else {
+            c.text += p.content;
+        }
     }
 }
 
@@ -193,7 +233,8 @@ void GenerationSink::end_normally() {
     outputs.reserve(choices_.size());
     for (Choice& c : choices_) {
         outputs.push_back({std::move(c.text), c.finish_reason,
-                           logprobs_ ? std::optional<nlohmann::ordered_json>(std::move(c.logprobs)) : std::nullopt});
+                           logprobs_ ? std::optional<nlohmann::ordered_json>(std::move(c.logprobs)) : std::nullopt,
+                           std::move(c.tool_calls)});
     }
     writer_->send(200, "application/json", completion_body(ids_, outputs, usage()), {{"X-Request-Id", ids_.id}});
 }

@@ -30,6 +30,7 @@
 #include "api/policy/quota_limiter.h"
 #include "api/http/response_writer.h"
 #include "api/openai_response.h"
+#include "api/tool_calls.h"
 #include "engine/request.h"
 
 namespace hichat::api {
@@ -45,11 +46,19 @@ void account_finished_request(const SinkContext& context, const engine::TokenEve
                               std::chrono::steady_clock::time_point arrival, const std::optional<KeyId>& key,
                               QuotaLease& lease);
 
+// A chat request with active tools: each choice's reply is read for calls in the model's format.
+struct ToolOutput {
+    ToolFormat format = ToolFormat::kNone;
+    std::vector<std::string> names;
+    bool parallel = true;
+};
+
 class GenerationSink final : public engine::TokenSink, public std::enable_shared_from_this<GenerationSink> {
 public:
     GenerationSink(std::shared_ptr<ResponseWriter> writer, ResponseIds ids, bool stream, bool include_usage,
                    SinkContext context, AccessRecord record, QuotaLease lease, int num_choices = 1,
-                   std::optional<LogprobsJson> logprobs = std::nullopt);
+                   std::optional<LogprobsJson> logprobs = std::nullopt,
+                   std::optional<ToolOutput> tools = std::nullopt);
 
     // The events of choice 0 (a request with one choice can take this sink as its TokenSink).
     void on_event(engine::TokenEvent event) override;
@@ -74,11 +83,18 @@ private:
         std::optional<std::chrono::steady_clock::time_point> last_token_time;
         nlohmann::ordered_json logprobs;  // non-streamed responses with logprobs: every token's entries
         int64_t text_offset = 0;          // completions logprobs: code points of the tokens so far
+        std::optional<ToolCallStream> tools;  // requests with tools: splits the reply into content and calls
+        std::vector<ToolCall> tool_calls;     // non-streamed: the reply's calls
+        int num_streamed_calls = 0;           // streamed: the calls written so far
     };
 
     // Returns whether the other children must be cancelled (this one ended the response with an error).
     bool merge(int index, const engine::TokenEvent& event);
     void write_delta(int index, const engine::TokenEvent& event);
+    // Streamed with tools: the reply parts this event completes, as content and tool-call chunks.
+    void write_reply_parts(int index, const engine::TokenEvent& event);
+    // Non-streamed with tools, at the choice's end: its text split into content and calls.
+    void split_tool_calls(Choice& choice);
     void end_with_error(const ApiError& error);
     void end_normally();
     void annotate_access(const std::optional<ApiError>& error);  // on the writer, before the response ends

@@ -59,7 +59,7 @@ constexpr std::array kChatOnlyRules = std::to_array<FieldRule>({
     {"safety_identifier", kNoOp, is_string, "a string"},
     {"prompt_cache_key", kNoOp, is_string, "a string"},
     {"metadata", kNoOp, is_object, "an object"},
-    {"parallel_tool_calls", kNoOp, is_boolean, "a boolean"},
+    {"parallel_tool_calls", kImplemented},
     {"audio", kRefused, never, ""},
     {"function_call", kRefused, is_none_or_auto, "\"none\" or \"auto\""},
     {"functions", kRefused, is_empty_array, "[]"},
@@ -71,8 +71,8 @@ constexpr std::array kChatOnlyRules = std::to_array<FieldRule>({
     {"response_format", kImplemented},
     {"service_tier", kRefused, is_default_tier, "\"auto\" or \"default\""},
     {"store", kRefused, is_false, "false"},
-    {"tool_choice", kRefused, is_none_or_auto, "\"none\" or \"auto\""},
-    {"tools", kRefused, is_empty_array, "[]"},
+    {"tool_choice", kImplemented},
+    {"tools", kImplemented},
     {"verbosity", kRefused, never, ""},
     {"web_search_options", kRefused, never, ""},
 });
@@ -102,8 +102,8 @@ constexpr FieldRule kMessageRules[] = {
     {"role", kImplemented},
     {"content", kImplemented},
     {"name", kRefused, is_empty_string, "\"\""},
-    {"tool_calls", kRefused, is_empty_array, "[]"},
-    {"tool_call_id", kRefused, never, ""},
+    {"tool_calls", kImplemented},    // assistant messages
+    {"tool_call_id", kImplemented},  // tool messages
     {"function_call", kRefused, never, ""},
     {"refusal", kRefused, never, ""},
     {"audio", kRefused, never, ""},

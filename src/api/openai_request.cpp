@@ -1,6 +1,7 @@
 #include "api/openai_request.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -146,8 +147,8 @@ std::optional<std::string> message_content(const Json& content, const std::strin
     return text;
 }
 
-// The role of messages[i]: developer is system; tool (and the deprecated function) messages carry tool
-// results, which need tool calls, which HiChat does not implement yet.
+// The role of messages[i]: developer is system; tool messages carry the results of an assistant's tool
+// calls (the deprecated function role is refused).
 std::optional<std::string> message_role(const Json& m, const std::string& param, Parser& p) {
     const std::string role_param = param + ".role";
     if (!m.contains("role") || !m["role"].is_string()) {
@@ -155,17 +156,46 @@ std::optional<std::string> message_role(const Json& m, const std::string& param,
         return std::nullopt;
     }
     std::string role = m["role"].get<std::string>();
-    if (role == "tool" || role == "function") {
+    if (role == "function") {
         ApiError e = unsupported_field(role_param, "");
-        e.message = role_param + " \"" + role + "\" is not supported by HiChat yet (tool calls are not implemented)";
+        e.message = role_param + " \"function\" (deprecated) is not supported by HiChat; use tool messages";
         p.fail(std::move(e));
         return std::nullopt;
     }
-    if (role != "system" && role != "user" && role != "assistant" && role != "developer") {
-        p.fail(role_param, role_param + " must be system, developer, user or assistant");
+    if (role != "system" && role != "user" && role != "assistant" && role != "developer" && role != "tool") {
+        p.fail(role_param, role_param + " must be system, developer, user, assistant or tool");
         return std::nullopt;
     }
     return role == "developer" ? "system" : role;
+}
+
+// An assistant message's tool_calls: [{"id", "type": "function", "function": {"name", "arguments"}}].
+// The template gets each arguments string as the JSON value it holds (as transformers' callers pass
+// them), or as the string when it is not JSON.
+void parse_tool_calls(const Json& calls, const std::string& param, tokenizer::ChatMessage& out, Parser& p) {
+    if (!calls.is_array()) return p.fail(param, param + " must be an array of tool calls");
+    if (calls.empty()) return;
+    out.tool_calls = nlohmann::ordered_json::array();
+    for (size_t j = 0; j < calls.size(); ++j) {
+        const Json& c = calls[j];
+        const std::string cp = param + "[" + std::to_string(j) + "]";
+        if (!c.is_object() || !c.contains("function") || !c["function"].is_object()) {
+            return p.fail(cp, cp + " must be {\"id\", \"type\": \"function\", \"function\": {\"name\", \"arguments\"}}");
+        }
+        if (c.contains("type") && c["type"] != "function") return p.fail(cp + ".type", cp + ".type must be \"function\"");
+        const Json& f = c["function"];
+        if (!f.contains("name") || !f["name"].is_string()) return p.fail(cp + ".function.name", cp + ".function.name must be a string");
+        if (!f.contains("arguments") || !f["arguments"].is_string()) {
+            return p.fail(cp + ".function.arguments", cp + ".function.arguments must be a string (JSON text)");
+        }
+        const std::string text = f["arguments"].get<std::string>();
+        nlohmann::ordered_json args = nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
+        if (args.is_discarded()) args = text;
+        nlohmann::ordered_json call = {{"id", c.contains("id") && c["id"].is_string() ? c["id"].get<std::string>() : ""},
+                                       {"type", "function"},
+                                       {"function", {{"name", f["name"].get<std::string>()}, {"arguments", std::move(args)}}}};
+        out.tool_calls.push_back(std::move(call));
+    }
 }
 
 void parse_messages(Parser& p) {
@@ -181,7 +211,22 @@ void parse_messages(Parser& p) {
         if (auto e = check_fields(FieldScope::kMessage, m, param, p.out.ignored_fields)) return p.fail(std::move(*e));
         auto content = message_content(m.contains("content") ? m["content"] : Json(), param + ".content", p);
         if (!content) return;
-        p.out.messages.push_back({*role, strip_control_chars(*content)});
+        tokenizer::ChatMessage message{*role, strip_control_chars(*content)};
+        const auto calls = m.find("tool_calls");
+        if (calls != m.end() && !calls->is_null()) {
+            if (*role != "assistant") return p.fail(param + ".tool_calls", param + ".tool_calls is only for assistant messages");
+            parse_tool_calls(*calls, param + ".tool_calls", message, p);
+        }
+        const auto call_id = m.find("tool_call_id");
+        if (*role == "tool") {
+            if (call_id == m.end() || !call_id->is_string() || call_id->get<std::string>().empty()) {
+                return p.fail(param + ".tool_call_id", param + ".tool_call_id must be the id of the call this message answers");
+            }
+            message.tool_call_id = call_id->get<std::string>();
+        } else if (call_id != m.end() && !call_id->is_null()) {
+            return p.fail(param + ".tool_call_id", param + ".tool_call_id is only for tool messages");
+        }
+        p.out.messages.push_back(std::move(message));
     }
 }
 
@@ -447,6 +492,88 @@ void log_ignored_fields(Endpoint endpoint, const std::vector<std::string>& field
                  endpoint == Endpoint::kChatCompletions ? "/v1/chat/completions" : "/v1/completions", names);
 }
 
+// tools: [{"type": "function", "function": {"name", "description", "parameters", "strict"}}];
+// tool_choice: "none" | "auto" | "required" | {"type": "function", "function": {"name"}} (default
+// "auto" with tools, else "none"); parallel_tool_calls. The parameters are taken from the body again
+// with their key order (parse_generation_request) and compile in OpenAiService, which names
+// tools[i].function.parameters when one is not a schema HiChat can enforce.
+bool valid_function_name(const std::string& name) {
+    if (name.empty() || name.size() > 64) return false;
+    for (char c : name) {
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') return false;
+    }
+    return true;
+}
+
+void parse_tools(Parser& p) {
+    ToolRequest& t = p.out.tools;
+    if (const Json* tools = p.field("tools")) {
+        if (!tools->is_array()) return p.fail("tools", "tools must be an array of function tools");
+        if (tools->size() > static_cast<size_t>(kMaxTools)) {
+            return p.fail("tools", "tools has " + std::to_string(tools->size()) + " entries, over the limit of " +
+                                       std::to_string(kMaxTools));
+        }
+        for (size_t i = 0; i < tools->size(); ++i) {
+            const Json& tool = (*tools)[i];
+            const std::string param = "tools[" + std::to_string(i) + "]";
+            if (!tool.is_object()) return p.fail(param, param + " must be an object");
+            if (!tool.contains("type") || tool["type"] != "function") {
+                ApiError e = unsupported_field(param + ".type", "");
+                e.message = param + ".type must be \"function\" (HiChat supports function tools only)";
+                return p.fail(std::move(e));
+            }
+            if (!tool.contains("function") || !tool["function"].is_object()) return p.fail(param + ".function", param + ".function must be an object");
+            const Json& f = tool["function"];
+            const std::string fp = param + ".function";
+            if (!f.contains("name") || !f["name"].is_string() || !valid_function_name(f["name"].get<std::string>())) {
+                return p.fail(fp + ".name", fp + ".name must be 1 to 64 letters, digits, '_' or '-'");
+            }
+            const std::string name = f["name"].get<std::string>();
+            if (std::find(t.names.begin(), t.names.end(), name) != t.names.end()) {
+                return p.fail(fp + ".name", fp + ".name \"" + name + "\" is given twice");
+            }
+            if (f.contains("description") && !f["description"].is_string()) return p.fail(fp + ".description", fp + ".description must be a string");
+            if (f.contains("strict") && !f["strict"].is_boolean()) return p.fail(fp + ".strict", fp + ".strict must be a boolean");
+            if (f.contains("parameters") && !f["parameters"].is_object()) {
+                return p.fail(fp + ".parameters", fp + ".parameters must be a JSON Schema object");
+            }
+            t.names.push_back(name);
+        }
+    }
+    p.boolean("parallel_tool_calls", t.parallel);
+    t.choice.mode = t.names.empty() ? ToolChoiceMode::kNone : ToolChoiceMode::kAuto;
+    if (const Json* c = p.field("tool_choice")) {
+        if (*c == "none") {
+            t.choice.mode = ToolChoiceMode::kNone;
+        } else if (*c == "auto") {
+            // auto without tools: no calls, as OpenAI
+        } else if (*c == "required") {
+            t.choice.mode = ToolChoiceMode::kRequired;
+        } else if (c->is_object() && c->value("type", Json()) == "function" && c->contains("function") &&
+                   (*c)["function"].is_object() && (*c)["function"].contains("name") && (*c)["function"]["name"].is_string()) {
+            t.choice = {ToolChoiceMode::kNamed, (*c)["function"]["name"].get<std::string>()};
+            if (std::find(t.names.begin(), t.names.end(), t.choice.name) == t.names.end()) {
+                return p.fail("tool_choice", "tool_choice names function \"" + t.choice.name + "\", which is not in tools");
+            }
+        } else {
+            return p.fail("tool_choice", "tool_choice must be \"none\", \"auto\", \"required\" or "
+                                         "{\"type\": \"function\", \"function\": {\"name\": ...}}");
+        }
+        if (t.choice.mode == ToolChoiceMode::kRequired && t.names.empty()) {
+            return p.fail("tool_choice", "tool_choice \"required\" needs tools");
+        }
+    }
+    const bool forced = t.choice.mode == ToolChoiceMode::kRequired || t.choice.mode == ToolChoiceMode::kNamed;
+    if (forced && p.out.grammar) {
+        return p.fail("tool_choice", "tool_choice \"required\" or a named function cannot be combined with " + p.out.grammar->param);
+    }
+    if (t.active() && p.out.num_logprobs >= 0) {
+        ApiError e = unsupported_field("logprobs", "");
+        e.message = "logprobs together with tools is not supported by HiChat yet";
+        return p.fail(std::move(e));
+    }
+}
+
 std::optional<ApiError> parse_fields(Endpoint endpoint, const Json& json, GenerationRequest& out) {
     const bool chat = endpoint == Endpoint::kChatCompletions;
     if (auto e = check_fields(chat ? FieldScope::kChat : FieldScope::kCompletions, json, "", out.ignored_fields)) {
@@ -464,6 +591,7 @@ std::optional<ApiError> parse_fields(Endpoint endpoint, const Json& json, Genera
     if (!p.failed()) parse_limits_and_options(p);
     if (!p.failed()) parse_logprobs(p);
     if (!p.failed()) parse_grammar(p);
+    if (!p.failed() && chat) parse_tools(p);
     return p.error;
 }
 
@@ -490,16 +618,26 @@ std::optional<ApiError> parse_json_object(std::string body, Json& json) {
 std::optional<ApiError> parse_generation_request(Endpoint endpoint, std::string body, GenerationRequest& out) {
     // A schema's properties are generated in the order the client wrote them, which nlohmann::json
     // (sorted keys) loses: the body is read again, keeping order, when it may hold one.
-    std::string schema_body;
-    if (body.find("json_schema") != std::string::npos) schema_body = body;
+    std::string ordered_body;
+    if (body.find("json_schema") != std::string::npos || body.find("\"tools\"") != std::string::npos) ordered_body = body;
     Json json;
     if (auto e = parse_json_object(std::move(body), json)) return e;
     out = GenerationRequest{};
     out.endpoint = endpoint;
     auto error = parse_fields(endpoint, json, out);
-    if (!error && out.grammar && out.grammar->kind == grammar::GrammarKind::kJsonSchema) {
-        const auto ordered = nlohmann::ordered_json::parse(schema_body, nullptr, /*allow_exceptions=*/false);
-        out.grammar->text = ordered["response_format"]["json_schema"]["schema"].dump();
+    if (!error && !ordered_body.empty()) {
+        const auto ordered = nlohmann::ordered_json::parse(ordered_body, nullptr, /*allow_exceptions=*/false);
+        if (out.grammar && out.grammar->kind == grammar::GrammarKind::kJsonSchema) {
+            out.grammar->text = ordered["response_format"]["json_schema"]["schema"].dump();
+        }
+        if (!out.tools.names.empty()) {
+            out.tools.tools = ordered["tools"];
+            for (const auto& tool : out.tools.tools) {
+                const auto& f = tool["function"];
+                out.tools.parameters.push_back(f.contains("parameters") ? f["parameters"]
+                                                                         : nlohmann::ordered_json{{"type", "object"}});
+            }
+        }
     }
     if (!error && !out.ignored_fields.empty()) log_ignored_fields(endpoint, out.ignored_fields);
     return error;

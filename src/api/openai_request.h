@@ -11,6 +11,7 @@
 
 #include "api/api_error.h"
 #include "api/constrained_decoding.h"
+#include "api/tool_calls.h"
 #include "sampling/sampling_params.h"
 #include "tokenizer/template/chat_template.h"
 
@@ -38,11 +39,15 @@ struct GenerationRequest {
     int num_logprobs = -1;
     // Chat response_format json_object / json_schema, or the `grammar` extension (GBNF); unset: free text.
     std::optional<GrammarSpec> grammar;
+    // Chat tools, tool_choice and parallel_tool_calls; the tools' parameters compile later.
+    ToolRequest tools;
     std::vector<std::string> ignored_fields;          // keys outside the OpenAI schema, as params ("messages[0].x")
 };
 
 // `n` at most: each choice is one engine sequence.
 inline constexpr int kMaxChoices = 16;
+// `tools` entries at most (OpenAI's limit).
+inline constexpr int kMaxTools = 128;
 // OpenAI's limit on logit_bias entries.
 inline constexpr int kMaxLogitBiasEntries = 300;
 // logit_bias values lie in [-kMaxLogitBias, kMaxLogitBias].

@@ -49,7 +49,17 @@ std::string completion_body(const ResponseIds& ids, std::span<const ChoiceOutput
     for (size_t i = 0; i < choices.size(); ++i) {
         Json c = {{"index", i}};
         if (ids.endpoint == Endpoint::kChatCompletions) {
-            c["message"] = {{"role", "assistant"}, {"content", choices[i].text}};
+            const ChoiceOutput& o = choices[i];
+            const bool no_content = !o.tool_calls.empty() && o.text.find_first_not_of(" \t\r\n") == std::string::npos;
+            c["message"] = {{"role", "assistant"}, {"content", no_content ? Json(nullptr) : Json(o.text)}};
+            if (!o.tool_calls.empty()) {
+                Json calls = Json::array();
+                for (const ToolCall& t : o.tool_calls) {
+                    calls.push_back({{"id", t.id}, {"type", "function"},
+                                     {"function", {{"name", t.name}, {"arguments", t.arguments}}}});
+                }
+                c["message"]["tool_calls"] = std::move(calls);
+            }
         } else {
             c["text"] = choices[i].text;
         }
@@ -114,6 +124,19 @@ std::string delta_chunk_with_logprobs(const ResponseIds& ids, int index, std::st
     c["logprobs"] = logprobs;
     j["choices"] = Json::array({c});
     return sse(j);
+}
+
+std::string tool_call_chunks(const ResponseIds& ids, int index, int call_index, const ToolCall& call, bool first) {
+    Json head = {{"index", call_index}, {"id", call.id}, {"type", "function"},
+                 {"function", {{"name", call.name}, {"arguments", ""}}}};
+    Json delta = {{"tool_calls", Json::array({head})}};
+    if (first) delta = {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", Json::array({head})}};
+    Json j = envelope(ids, true);
+    j["choices"] = Json::array({choice(ids, index, delta, nullptr)});
+    std::string out = sse(j);
+    Json args = {{"index", call_index}, {"function", {{"arguments", call.arguments}}}};
+    j["choices"] = Json::array({choice(ids, index, Json{{"tool_calls", Json::array({args})}}, nullptr)});
+    return out + sse(j);
 }
 
 std::string finish_chunk(const ResponseIds& ids, const std::string& finish_reason, int index) {

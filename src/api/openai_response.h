@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/openai_request.h"
+#include "api/tool_calls.h"
 
 namespace hichat::api {
 
@@ -31,6 +32,7 @@ struct ChoiceOutput {
     std::string text;
     std::string finish_reason;
     std::optional<nlohmann::ordered_json> logprobs;  // a LogprobsJson object, when the request asked
+    std::vector<ToolCall> tool_calls;                // chat: message.tool_calls (content null when text is empty)
 };
 
 // Whole non-streamed response: every choice, then the usage (prompt tokens once, completion tokens
@@ -55,6 +57,9 @@ std::string delta_chunk(const DeltaChunkFormat& format, std::string_view text, b
 // for the requests that asked for logprobs.
 std::string delta_chunk_with_logprobs(const ResponseIds& ids, int index, std::string_view text, bool first,
                                       const nlohmann::ordered_json& logprobs);
+// The chunks of one tool call of choice `index` (OpenAI's tool-call deltas): the call's index, id, type
+// and name with empty arguments, then the arguments. `first`: the choice's first chunk (role too).
+std::string tool_call_chunks(const ResponseIds& ids, int index, int call_index, const ToolCall& call, bool first);
 // The last content chunk of choice `index`: empty delta, finish_reason set.
 std::string finish_chunk(const ResponseIds& ids, const std::string& finish_reason, int index = 0);
 // The usage chunk of stream_options.include_usage (empty choices).

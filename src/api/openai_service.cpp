@@ -322,6 +322,9 @@ void OpenAiService::preprocess_and_submit(PendingGeneration& job) {
         if (!constrained_) return reply_error(req, w, bad_field(g.grammar->param, "constrained decoding is not available"), job.key);
         if (auto e = constrained_->compile(*g.grammar, constrained)) return reply_error(req, w, *e, job.key);
     }
+    if (g.tools.active()) {
+        if (auto e = compile_tools(g.tools, constrained)) return reply_error(req, w, *e, job.key);
+    }
     // Tokenizing a large prompt takes a while: a client that left meanwhile costs the engine nothing.
     if (w->client_gone()) return reply_error(req, w, client_closed_error(), job.key);
     std::vector<engine::Request> children = make_engine_requests(job, g, std::move(prompt), max_tokens);
@@ -330,6 +333,24 @@ void OpenAiService::preprocess_and_submit(PendingGeneration& job) {
         child.grammar_vocab = constrained.vocab;
     }
     submit(job, std::move(children));
+}
+
+// Every tool's parameters must be a schema HiChat can enforce (a 400 naming tools[i].function.parameters
+// otherwise); tool_choice "required" or a named function then compiles the format's call grammar,
+// which the children decode under.
+std::optional<ApiError> OpenAiService::compile_tools(const ToolRequest& tools, ConstrainedDecoding::Compiled& out) {
+    if (!constrained_) return bad_field("tools", "constrained decoding is not available");
+    for (size_t i = 0; i < tools.parameters.size(); ++i) {
+        const GrammarSpec spec{.kind = grammar::GrammarKind::kJsonSchema, .text = tools.parameters[i].dump(),
+                               .param = "tools[" + std::to_string(i) + "].function.parameters"};
+        ConstrainedDecoding::Compiled unused;
+        if (auto e = constrained_->compile(spec, unused)) return e;
+    }
+    if (tools.choice.mode != ToolChoiceMode::kRequired && tools.choice.mode != ToolChoiceMode::kNamed) return std::nullopt;
+    const ToolCallGrammar calls = tool_call_grammar(deps_.prompts->tool_format(), tools);
+    const GrammarSpec spec{.kind = grammar::GrammarKind::kJsonSchema, .text = calls.schema.dump(),
+                           .param = "tool_choice", .frame = calls.frame};
+    return constrained_->compile(spec, out);
 }
 
 // One engine request per choice (children), ids consecutive: the same prompt, cache salt, limits and
@@ -356,7 +377,9 @@ std::vector<engine::Request> OpenAiService::make_engine_requests(PendingGenerati
     auto sink = std::make_shared<GenerationSink>(
         job.writer, ResponseIds{id, unix_seconds(), config_.served_model_name, job.endpoint}, g.stream, g.include_usage,
         SinkContext{deps_.metrics, deps_.quotas}, std::move(record), std::move(job.lease), g.n,
-        g.num_logprobs >= 0 ? std::optional<LogprobsJson>(LogprobsJson(*deps_.tokenizer, g.num_logprobs)) : std::nullopt);
+        g.num_logprobs >= 0 ? std::optional<LogprobsJson>(LogprobsJson(*deps_.tokenizer, g.num_logprobs)) : std::nullopt,
+        g.tools.active() ? std::optional<ToolOutput>(ToolOutput{deps_.prompts->tool_format(), g.tools.names, g.tools.parallel})
+                         : std::nullopt);
     std::vector<engine::Request> children(static_cast<size_t>(g.n), r);
     for (int i = 0; i < g.n; ++i) {
         engine::Request& child = children[static_cast<size_t>(i)];

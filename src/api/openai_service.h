@@ -79,6 +79,7 @@ private:
                                                       std::vector<int32_t> prompt, int max_tokens);
     // Cancels every one of `children` (by id) when called; any thread.
     std::function<void()> cancel_all(const std::vector<engine::Request>& children) const;
+    std::optional<ApiError> compile_tools(const ToolRequest& tools, ConstrainedDecoding::Compiled& out);
     void submit(PendingGeneration& job, std::vector<engine::Request> children);
     bool admit_quota(const HttpRequest& req, const WriterPtr& w, const std::optional<KeyId>& key, QuotaLease& lease);
 

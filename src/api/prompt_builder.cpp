@@ -15,24 +15,26 @@ void append(std::vector<int32_t>& ids, const std::vector<int32_t>& more) { ids.i
 }  // namespace
 
 PromptBuilder::PromptBuilder(const tokenizer::Tokenizer& tokenizer, const tokenizer::ChatTemplate* chat_template,
-                             std::string bos_token, std::string eos_token)
+                             std::string bos_token, std::string eos_token, ToolFormat tool_format)
     : tokenizer_(tokenizer),
       chat_template_(chat_template),
       bos_token_(std::move(bos_token)),
-      eos_token_(std::move(eos_token)) {}
+      eos_token_(std::move(eos_token)),
+      tool_format_(tool_format) {}
 
 Result<std::string> PromptBuilder::render_chat(const std::vector<tokenizer::ChatMessage>& messages) const {
     return render_chat(messages, /*add_generation_prompt=*/true);
 }
 
 Result<std::string> PromptBuilder::render_chat(const std::vector<tokenizer::ChatMessage>& messages,
-                                               bool add_generation_prompt) const {
+                                               bool add_generation_prompt, const nlohmann::ordered_json& tools) const {
     if (chat_template_ == nullptr) return invalid_argument("the model has no chat_template; use /v1/completions");
     tokenizer::ChatTemplateInputs in;
     in.messages = messages;
     in.add_generation_prompt = add_generation_prompt;
     in.bos_token = bos_token_;
     in.eos_token = eos_token_;
+    if (!tools.is_null()) in.extra_vars = {{"tools", tools}};
     return chat_template_->render(in);
 }
 
@@ -52,7 +54,13 @@ std::optional<ApiError> PromptBuilder::build(const GenerationRequest& request, s
         if (ids.empty()) return bad_field("prompt", "prompt is empty");
         return std::nullopt;
     }
-    auto rendered = render_chat(request.messages);
+    if (request.tools.active() && tool_format_ == ToolFormat::kNone) {
+        return bad_field("tools", "the model's chat template has no tool-call format HiChat knows (Hermes/Qwen "
+                                  "<tool_call>, Llama-3 JSON, Mistral [TOOL_CALLS]), so it cannot take tools");
+    }
+    // The template sees the tools unless tool_choice is "none" (then the model is not told of them).
+    auto rendered = render_chat(request.messages, /*add_generation_prompt=*/true,
+                                request.tools.active() ? request.tools.tools : nlohmann::ordered_json(nullptr));
     if (!rendered.ok()) return bad_field("messages", rendered.status().message());
     ids = encode_rendered(*rendered, request.messages);
     if (ids.empty()) return bad_field("messages", "the rendered prompt is empty");

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include <nlohmann/json_fwd.hpp>
@@ -14,7 +16,15 @@
 
 namespace hichat::grammar {
 
+// JSON values framed by literal text, as tool calls are: `begin`, then between min_values and max_values
+// values (-1: no limit) separated by `separator`, then `end`.
+struct JsonFrame {
+    std::string begin, separator, end;
+    int min_values = 1, max_values = 1;
+};
+
 struct JsonSchemaOptions {
+    std::optional<JsonFrame> frame;             // unset: exactly one value, nothing around it
     int max_whitespace = 0;                     // 0: compact JSON; N: up to N of ' ', \n, \r, \t before each token
     bool strict_additional_properties = false;  // an absent additionalProperties counts as false
     CompileLimits limits;

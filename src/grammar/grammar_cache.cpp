@@ -8,6 +8,9 @@ Result<std::string> GrammarCache::canonical_key(GrammarKind kind, std::string_vi
                                                 const JsonSchemaOptions& options) {
     std::string key = std::to_string(static_cast<int>(kind)) + "|" + std::to_string(options.max_whitespace) + "|" +
                       (options.strict_additional_properties ? "s" : "l") + "|";
+    if (const auto& f = options.frame) {
+        key += nlohmann::json::array({f->begin, f->separator, f->end, f->min_values, f->max_values}).dump() + "|";
+    }
     if (kind == GrammarKind::kJsonSchema) {
         if (text.size() > options.limits.max_source_bytes) return key + std::string(text);  // compile refuses it
         try {

@@ -48,7 +48,17 @@ JsonSchemaCompiler::JsonSchemaCompiler(const Json& root, const JsonSchemaOptions
 
 Result<GrammarIr> JsonSchemaCompiler::run() {
     const int32_t root = ir_.new_rule("root");
-    ir_.define(root, value(root_, "", 0));
+    if (!options_.frame) {
+        ir_.define(root, value(root_, "", 0));
+    } else {
+        const JsonFrame& f = *options_.frame;
+        const int32_t item = ir_.new_rule("value");
+        ir_.define(item, value(root_, "", 0));
+        auto text = [&](const std::string& t) { return t.empty() ? ir_.empty() : ir_.literal(t); };
+        const ExprId more = ir_.repeat(ir_.seq({text(f.separator), ir_.ref(item)}), std::max(f.min_values - 1, 0),
+                                       f.max_values < 0 ? -1 : std::max(f.max_values - 1, 0));
+        ir_.define(root, ir_.seq({text(f.begin), ir_.ref(item), more, text(f.end)}));
+    }
     ir_.set_root(root);
     if (!error_.ok()) return error_;
     return std::move(ir_);

@@ -100,9 +100,6 @@ INSTANTIATE_TEST_SUITE_P(Table, RefusedField, testing::ValuesIn(refused_rules())
 // The values clients actually send for the features HiChat does not have.
 TEST(OpenAiFields, RealisticRequestsForMissingFeaturesAreRefused) {
     const std::pair<const char*, const char*> chat[] = {
-        {"tools", R"([{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}])"},
-        {"tool_choice", R"("required")"},
-        {"tool_choice", R"({"type":"function","function":{"name":"f"}})"},
         {"functions", R"([{"name":"f"}])"},
         {"function_call", R"({"name":"f"})"},
         {"modalities", R"(["text","audio"])"},
@@ -167,14 +164,10 @@ TEST(OpenAiFields, NoOpFieldsAreTypeChecked) {
 TEST(OpenAiFields, MessageFieldsHiChatDoesNotImplementAreRefused) {
     const std::pair<const char*, const char*> cases[] = {
         {R"({"role":"user","content":"x","name":"bob"})", "messages[0].name"},
-        {R"({"role":"assistant","content":null,"tool_calls":[{"id":"1","type":"function"}]})",
-         "messages[0].tool_calls"},
         {R"({"role":"assistant","content":"x","refusal":"no"})", "messages[0].refusal"},
         {R"({"role":"assistant","content":"x","audio":{"id":"a"}})", "messages[0].audio"},
         {R"({"role":"assistant","content":"x","function_call":{"name":"f","arguments":"{}"}})",
          "messages[0].function_call"},
-        {R"({"role":"user","content":"x","tool_call_id":"1"})", "messages[0].tool_call_id"},
-        {R"({"role":"tool","content":"42","tool_call_id":"1"})", "messages[0].role"},
         {R"({"role":"function","content":"42","name":"f"})", "messages[0].role"},
         {R"({"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"u"}}]})",
          "messages[0].content[1]"},

@@ -192,5 +192,29 @@ TEST(GrammarCache, ConcurrentCompilesAreSafe) {
     EXPECT_EQ(cache.size(), 7u);
 }
 
+TEST(JsonSchema, FramedValuesAsToolCallsAre) {
+    JsonSchemaOptions options;
+    options.frame = JsonFrame{.begin = "<c>\n", .separator = "\n</c>\n<c>\n", .end = "\n</c>", .max_values = -1};
+    auto g = schema(R"({"type":"object","properties":{"a":{"type":"integer"}},"required":["a"],
+                        "additionalProperties":false})", options);
+    EXPECT_TRUE(accepts_bytewise(g, "<c>\n{\"a\":1}\n</c>"));
+    EXPECT_TRUE(accepts_bytewise(g, "<c>\n{\"a\":1}\n</c>\n<c>\n{\"a\":2}\n</c>\n<c>\n{\"a\":3}\n</c>"));
+    EXPECT_FALSE(accepts_bytewise(g, "{\"a\":1}"));                  // the frame is required
+    EXPECT_FALSE(accepts_bytewise(g, "<c>\n{\"a\":1}"));            // and its end
+    EXPECT_FALSE(accepts_bytewise(g, "<c>\n{\"a\":\"x\"}\n</c>"));   // each value matches the schema
+    options.frame->max_values = 2;
+    auto two = schema(R"({"type":"integer"})", options);
+    EXPECT_TRUE(accepts_bytewise(two, "<c>\n1\n</c>\n<c>\n2\n</c>"));
+    EXPECT_FALSE(accepts_bytewise(two, "<c>\n1\n</c>\n<c>\n2\n</c>\n<c>\n3\n</c>"));
+    // The frame is part of the cache key: the same schema unframed is another grammar.
+    GrammarCache cache;
+    auto framed = cache.get(GrammarKind::kJsonSchema, R"({"type":"integer"})", options);
+    auto plain = cache.get(GrammarKind::kJsonSchema, R"({"type":"integer"})");
+    ASSERT_TRUE(framed.ok() && plain.ok());
+    EXPECT_NE(framed.value(), plain.value());
+    EXPECT_TRUE(accepts_bytewise(plain.value(), "7"));
+    EXPECT_FALSE(accepts_bytewise(framed.value(), "7"));
+}
+
 }  // namespace
 }  // namespace hichat::grammar

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "sentencepiece_model_writer.h"
@@ -18,7 +20,7 @@ TEST(SentencePieceModelTest, MatchesTokenizerJsonOnCorpus) {
     ASSERT_NE(from_json, nullptr);
     auto text = read_file(testing::model_dir("mistral") + "/tokenizer.json");
     ASSERT_TRUE(text.ok()) << text.status().message();
-    const std::string dir = ::testing::TempDir() + "/hichat_spm_model";
+    const std::string dir = ::testing::TempDir() + "/hichat_spm_model_" + std::to_string(::getpid());
     std::filesystem::create_directories(dir);
     std::ofstream(dir + "/tokenizer.model", std::ios::binary)
         << testing::sentencepiece_model_from(nlohmann::json::parse(text.value()));
@@ -43,7 +45,7 @@ TEST(SentencePieceModelTest, MatchesTokenizerJsonOnCorpus) {
 }
 
 TEST(SentencePieceModelTest, GarbageModelIsAnErrorNamingTheFile) {
-    const std::string dir = ::testing::TempDir() + "/hichat_spm_garbage";
+    const std::string dir = ::testing::TempDir() + "/hichat_spm_garbage_" + std::to_string(::getpid());
     std::filesystem::create_directories(dir);
     std::ofstream(dir + "/tokenizer.model", std::ios::binary) << "this is not a protobuf \xff\xff\xff";
     auto tok = Tokenizer::load(dir);

@@ -5,15 +5,30 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <vector>
+
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
 namespace hichat::tokenizer::testing {
 
+// The directory is this process's own (ctest runs the tests of one fixture as concurrent processes,
+// which must not rewrite each other's files) and is removed when the process exits.
 inline std::string make_model_dir(const std::string& name, const std::map<std::string, std::string>& files) {
-    const std::string dir = ::testing::TempDir() + "/hichat_tok_" + name;
+    struct Dirs {
+        std::vector<std::string> paths;
+        ~Dirs() {
+            std::error_code ec;
+            for (const auto& p : paths) std::filesystem::remove_all(p, ec);
+        }
+    };
+    static Dirs dirs;
+    const std::string dir = ::testing::TempDir() + "/hichat_tok_" + name + "_" + std::to_string(::getpid()) + "_" +
+                            std::to_string(dirs.paths.size());
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
+    dirs.paths.push_back(dir);
     for (const auto& [file, content] : files) std::ofstream(dir + "/" + file, std::ios::binary) << content;
     return dir;
 }

@@ -24,6 +24,8 @@ jinja::Value messages_value(const std::vector<ChatMessage>& messages) {
         jinja::Dict d;
         d.set("role", jinja::Value::string(m.role));
         d.set("content", jinja::Value::string(m.content));
+        if (!m.tool_calls.is_null()) d.set("tool_calls", jinja::Value::from_json(m.tool_calls));
+        if (!m.tool_call_id.empty()) d.set("tool_call_id", jinja::Value::string(m.tool_call_id));
         items.push_back(jinja::Value::dict(std::move(d)));
     }
     return jinja::Value::list(std::move(items));

@@ -24,6 +24,10 @@ struct Stmt;
 struct ChatMessage {
     std::string role;
     std::string content;
+    // An assistant turn's calls, [{"id", "type", "function": {"name", "arguments"}}], with arguments
+    // as JSON values (templates print them with tojson); null when the message has none.
+    nlohmann::ordered_json tool_calls = nullptr;
+    std::string tool_call_id;  // a tool message's: the call it answers
 };
 
 struct ChatTemplateInputs {
