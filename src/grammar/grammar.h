@@ -27,6 +27,9 @@ struct JsonSchemaOptions {
     std::optional<JsonFrame> frame;             // unset: exactly one value, nothing around it
     int max_whitespace = 0;                     // 0: compact JSON; N: up to N of ' ', \n, \r, \t before each token
     bool strict_additional_properties = false;  // an absent additionalProperties counts as false
+    // Integers may also be written with a zero fraction ("1.0"), which JSON Schema counts as integers.
+    // Off when generating (a model would write 20.0 for 20); on to validate instances as written.
+    bool integers_with_zero_fraction = false;
     CompileLimits limits;
 };
 

@@ -7,7 +7,8 @@ namespace hichat::grammar {
 Result<std::string> GrammarCache::canonical_key(GrammarKind kind, std::string_view text,
                                                 const JsonSchemaOptions& options) {
     std::string key = std::to_string(static_cast<int>(kind)) + "|" + std::to_string(options.max_whitespace) + "|" +
-                      (options.strict_additional_properties ? "s" : "l") + "|";
+                      (options.strict_additional_properties ? "s" : "l") +
+                      (options.integers_with_zero_fraction ? "z" : "") + "|";
     if (const auto& f = options.frame) {
         key += nlohmann::json::array({f->begin, f->separator, f->end, f->min_values, f->max_values}).dump() + "|";
     }

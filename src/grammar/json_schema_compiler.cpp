@@ -306,7 +306,7 @@ ExprId JsonSchemaCompiler::number_value(const Json& s, const std::string& ptr, b
         if (ilo && ihi && *ilo > *ihi) return ir_.nothing();
         const std::string digits = integer_range_pattern(ilo, ihi);
         if (digits.empty()) return ir_.nothing();
-        pattern = "(?:" + digits + ")(?:\\.0)?";
+        pattern = "(?:" + digits + ")" + (options_.integers_with_zero_fraction ? "(?:\\.0)?" : "");
     } else if (!lo && !hi) {
         pattern = "-?(?:0|[1-9][0-9]*)(?:\\.[0-9]+)?(?:[eE][+-]?[0-9]+)?";
     } else {

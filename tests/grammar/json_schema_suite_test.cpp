@@ -121,6 +121,8 @@ Json reorder(const Json& root, const Json* s, const Json& v) {
     return out;
 }
 
+const JsonSchemaOptions kAsWritten = {.integers_with_zero_fraction = true};
+
 struct Counts {
     int schemas_compiled = 0, schemas_refused = 0;
     int valid_accepted = 0, invalid_rejected = 0;
@@ -146,7 +148,8 @@ TEST(JsonSchemaSuite, Draft7SupportedKeywords) {
         const Json groups = Json::parse(in);
         for (const Json& group : groups) {
             const std::string where = name + ": " + group["description"].get<std::string>();
-            auto g = compile_json_schema_value(group["schema"]);
+            // The suite's instances as written: 1.0 is an integer there.
+            auto g = compile_json_schema_value(group["schema"], kAsWritten);
             if (!g.ok()) {
                 EXPECT_TRUE(is_documented_refusal(g.status().message())) << where << ": " << g.status().message();
                 std::printf("refused: %s: %s\n", where.c_str(), g.status().message().c_str());
