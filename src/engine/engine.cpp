@@ -83,13 +83,16 @@ void Engine::Impl::run_forward(const scheduler::StepPlan& plan, const executor::
     });
     const bool on_device = (!all_greedy || logprobs) && runner_->samples_on_device() &&
                            std::all_of(plan.chunks.begin(), plan.chunks.end(), [&](const auto& c) {
-                               return seq_of(c).sampler.device_samplable() && !seq_of(c).matcher;
+                               return seq_of(c).sampler.device_samplable();
                            });
     ids_step_ = (all_greedy && !logprobs) || on_device;
     if (all_greedy && !logprobs) return runner_->forward_argmax(batch, step_ids_);
     if (!on_device) return runner_->forward(batch, logits_);
     fill_row_sampling(plan);
-    runner_->forward_sample(batch, rows_, step_ids_);
+    if (!device_masked(plan)) return runner_->forward_sample(batch, rows_, step_ids_);
+    runner_->submit_forward(batch, rows_);  // the masks are computed while the forward pass runs
+    pick_masked(sampled_rows(plan), plan.chunks.size());
+    runner_->collect(step_ids_);
 }
 
 // One row per chunk (build_batch asks for the last token's logits only); a chunk that does not

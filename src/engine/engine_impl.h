@@ -13,6 +13,7 @@
 #include "engine/inflight_step.h"
 #include "engine/request_queue.h"
 #include "engine/sequence.h"
+#include "base/thread_pool.h"
 #include "kv/block_manager.h"
 
 namespace hichat::engine {
@@ -29,7 +30,8 @@ public:
           scheduler_(config.scheduler, blocks_),
           queue_(static_cast<size_t>(config.max_waiting)),
           overlap_(config.overlap == StepOverlap::kOn ||
-                   (config.overlap == StepOverlap::kAuto && runner_->runs_async())) {
+                   (config.overlap == StepOverlap::kAuto && runner_->runs_async())),
+          mask_pool_(mask_threads()) {
         publish_stats();
         thread_ = std::thread([this] { loop(); });
     }
@@ -90,7 +92,17 @@ private:
     void pipelined_step();
     // Whether the runner picks every unfinished sequence's tokens (no host logits needed).
     bool every_runner_picked() const;
-    void submit_step(const scheduler::StepPlan& plan);
+    // masked: the step has rows under a grammar (runner_->submit_forward(); pick_masked() follows).
+    void submit_step(const scheduler::StepPlan& plan, bool masked);
+    // Whether a row of the plan samples under a grammar on the device (the runner picks with masks).
+    bool device_masked(const scheduler::StepPlan& plan) const;
+    // The masks of a submitted step's grammar rows (of its `rows` sampling rows, num_rows logit rows in
+    // all), computed on mask_pool_ from each matcher's state after its last token, then runner_->pick().
+    // A sequence whose grammar allows no token ends (stop).
+    void pick_masked(std::span<const InflightStep::SampledRow> rows, size_t num_rows);
+    // The plan's sampling rows (before the step is committed: ScheduledChunk::samples() reads the state).
+    std::vector<InflightStep::SampledRow> sampled_rows(const scheduler::StepPlan& plan) const;
+    static int mask_threads();
     void collect_step();
     void collect_all();
 
@@ -127,6 +139,9 @@ private:
     std::vector<float> logprob_row_;            // a host logits row kept from the sampler (scratch)
     bool ids_step_ = false;
     std::deque<InflightStep> inflight_;         // submitted, not collected; at most 2, oldest first
+    ThreadPool mask_pool_;                      // grammar masks, the engine thread as worker 0
+    std::vector<uint32_t> masks_;               // [masked rows][mask words] (scratch)
+    std::vector<int32_t> mask_of_row_;          // [rows]: index into masks_, or -1 (scratch)
     int64_t num_submitted_ = 0;                 // pipelined steps submitted (the next step_no)
     int64_t num_steps_ = 0, num_preemptions_ = 0;
 

@@ -68,6 +68,7 @@ struct StepLayout {
 struct GraphKey {
     int batch, kv_len;
     bool sampled;   // sample_rows with per-row parameters, else argmax_rows
+    bool picks;     // the graph ends with the pick; else with the logits (submit_forward(): pick() follows)
     auto operator<=>(const GraphKey&) const = default;
 };
 
@@ -97,7 +98,8 @@ struct CudaRunner::Impl {
     cuda::DeviceBuffer kv;        // [layers][2][(num_blocks + 1) * block_size * kv_width] bf16
     cuda::DeviceBuffer inv_freq;  // [head_dim / 2] fp32
     cuda::DeviceBuffer x, h, qkv, q, attn, gate_up, act, rows, row_norm, logits, ids, meta, attn_workspace,
-        sample_workspace, logprobs;   // logprobs: [max tokens per step] cuda::RowLogprobsOut
+        sample_workspace, logprobs,   // logprobs: [max tokens per step] cuda::RowLogprobsOut
+        masks;                        // a masked step's [max_logit_rows] mask_of_row, then its masks
     size_t attn_workspace_bytes = 0;
     cuda::PinnedBuffer host_logits;
     cuda::PinnedBuffer host_kv;   // [num_host_blocks][layers][2][block_size * kv_width] bf16
@@ -105,7 +107,7 @@ struct CudaRunner::Impl {
     // Submitted steps, two at most in flight, take the two slots in turn: each has its own pinned
     // metadata (written while the other step runs) and ids, and an event after the ids' copy.
     struct Slot {
-        cuda::PinnedBuffer meta, ids, logprobs;
+        cuda::PinnedBuffer meta, ids, logprobs, masks;
         cuda::CudaEvent done;
         int num_rows = 0;
         bool has_logprobs = false;   // the step computed row logprobs (some row asked)
@@ -116,6 +118,16 @@ struct CudaRunner::Impl {
     std::map<GraphKey, cuda::CudaGraph> graphs;
     std::set<GraphKey> warmed;    // keys run once eagerly (plans made, kernels loaded), ready to capture
     std::vector<sampling::TokenLogprobs> collected_logprobs;   // of the last collected step
+    // The step being submitted, from enqueue_forward() to end_step() (submit(), or submit_forward() to pick()).
+    struct OpenStep {
+        bool open = false;
+        bool deferred = false;     // submit_forward(): the pick waits for pick()
+        bool graph = false;        // a decode graph ran it
+        int num_rows = 0;
+        bool sampled = false;
+        int num_top = -1;          // the most top logprobs a row asks for; -1: none
+    } step;
+    int mask_words = 0;            // ceil(vocab / 32)
 
     Impl(const model::Checkpoint& ckpt, const CudaRunnerConfig& c, CudaWeights w)
         : cfg(ckpt.config()),
@@ -129,9 +141,14 @@ struct CudaRunner::Impl {
     // Enqueues a step whose ids (argmax, or sampled by `rows` where any row samples) are copied to the
     // next slot; returns at once.
     void submit(const ForwardBatch& batch, std::span<const RowSampling> rows);
+    // The step's forward pass, and unless defer_pick its pick; then end_step() (after pick()'s masks).
+    void enqueue_forward(const ForwardBatch& batch, std::span<const RowSampling> rows, bool defer_pick);
+    void pick(std::span<const uint32_t> masks, int words, std::span<const int32_t> mask_of_row);
+    // A deferred step's masks and pick; then every step's ids (and logprobs) to its slot and its event.
+    void end_step(std::span<const uint32_t> masks, std::span<const int32_t> mask_of_row);
     void collect(std::vector<int32_t>& ids);
     // The graph for a pure decode step whose ids come back (every sequence one token), if it has one.
-    std::optional<GraphKey> decode_graph_key(const ForwardBatch& batch, bool sampled) const;
+    std::optional<GraphKey> decode_graph_key(const ForwardBatch& batch, bool sampled, bool picks) const;
     // Packs ids, positions, slots, logit rows, sequence boundaries and block tables into the pinned
     // `host_meta` and copies it to the device; with a graph key, pads to key.batch one-token sequences
     // (writing to the scratch block) and sizes the tables for key.kv_len tokens.
@@ -194,6 +211,9 @@ Status CudaRunner::Impl::allocate() {
     const size_t sample_bytes = cuda::sample_rows_workspace_bytes(max_logit_rows, cfg.vocab_size);
     if (sample_bytes > 0) HICHAT_RETURN_IF_ERROR(alloc(sample_workspace, sample_bytes));
     HICHAT_RETURN_IF_ERROR(alloc(meta, meta_ints * 4));
+    mask_words = (cfg.vocab_size + 31) / 32;
+    const size_t mask_bytes = static_cast<size_t>(max_logit_rows) * (1 + static_cast<size_t>(mask_words)) * 4;
+    HICHAT_RETURN_IF_ERROR(alloc(masks, mask_bytes));
     attn_workspace_bytes = cuda::attention_workspace_bytes(config.max_num_tokens_per_step, cfg.num_heads, cfg.head_dim,
                                                            config.max_context_tokens);
     if (attn_workspace_bytes > 0) HICHAT_RETURN_IF_ERROR(alloc(attn_workspace, attn_workspace_bytes));
@@ -211,6 +231,7 @@ Status CudaRunner::Impl::allocate() {
         HICHAT_RETURN_IF_ERROR(pinned(slot.meta, meta_ints * 4));
         HICHAT_RETURN_IF_ERROR(pinned(slot.ids, t * 4));
         HICHAT_RETURN_IF_ERROR(pinned(slot.logprobs, t * sizeof(cuda::RowLogprobsOut)));
+        HICHAT_RETURN_IF_ERROR(pinned(slot.masks, mask_bytes));
         auto event = cuda::CudaEvent::create();
         if (!event.ok()) return event.status();
         slot.done = std::move(event).value();
@@ -259,7 +280,7 @@ Status CudaRunner::Impl::allocate() {
     return ok_status();
 }
 
-std::optional<GraphKey> CudaRunner::Impl::decode_graph_key(const ForwardBatch& batch, bool sampled) const {
+std::optional<GraphKey> CudaRunner::Impl::decode_graph_key(const ForwardBatch& batch, bool sampled, bool picks) const {
     const int n = static_cast<int>(batch.seqs.size());
     if (n == 0 || n > max_graph_batch) return std::nullopt;
     int max_kv = 0;
@@ -269,7 +290,7 @@ std::optional<GraphKey> CudaRunner::Impl::decode_graph_key(const ForwardBatch& b
     }
     const int kv_cap = max_blocks_per_seq * config.kv_block_size_tokens;
     const int kv_len = std::min(kv_cap, static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::max(max_kv, kMinGraphKvLen)))));
-    return GraphKey{graph_batch_bucket(n), kv_len, sampled};
+    return GraphKey{graph_batch_bucket(n), kv_len, sampled, picks};
 }
 
 void CudaRunner::Impl::upload_metadata(const ForwardBatch& batch, const std::optional<GraphKey>& key,
@@ -425,7 +446,7 @@ void CudaRunner::Impl::enqueue_decode_graph(const GraphKey& key, const cuda::Att
     auto enqueue = [&] {
         enqueue_layers(m);
         enqueue_lm_head(0, key.batch);
-        enqueue_pick(0, key.batch, key.sampled);
+        if (key.picks) enqueue_pick(0, key.batch, key.sampled);
     };
     auto it = graphs.find(key);
     if (it == graphs.end()) {
@@ -465,50 +486,86 @@ void CudaRunner::Impl::copy_kv_blocks(std::span<const kv::BlockCopy> copies) {
 }
 
 void CudaRunner::Impl::submit(const ForwardBatch& batch, std::span<const RowSampling> rows) {
+    enqueue_forward(batch, rows, /*defer_pick=*/false);
+    end_step({}, {});
+}
+
+void CudaRunner::Impl::enqueue_forward(const ForwardBatch& batch, std::span<const RowSampling> rows, bool defer_pick) {
     CHECK_LT(num_outstanding, 2) << "submit() with two steps outstanding";
+    CHECK(!step.open) << "a step started by submit_forward() has not been picked";
     const int num_rows = static_cast<int>(batch.num_logit_rows());
     CHECK_EQ(static_cast<int>(rows.size()), num_rows);
-    const bool sampled = std::any_of(rows.begin(), rows.end(), [](const RowSampling& r) { return r.temperature > 0; });
-    int num_top = -1;   // the most top entries a row asks for; -1: no row wants logprobs
-    for (const RowSampling& r : rows) num_top = std::max(num_top, std::min(r.num_logprobs, cuda::kMaxTopLogprobsDevice));
-    if (!sampled) rows = {};
-    Slot& slot = slots[static_cast<size_t>(next_slot)];
-    if (batch.seqs.empty()) {   // nothing to run; the slot still answers one collect()
-        slot.num_rows = 0;
-        slot.has_logprobs = false;
-        CUDA_CHECK(slot.done.record(stream));
-        next_slot ^= 1;
-        ++num_outstanding;
-        return;
-    }
-    const std::optional<GraphKey> key = config.use_cuda_graphs ? decode_graph_key(batch, sampled) : std::nullopt;
+    step = {.open = true, .deferred = defer_pick, .num_rows = num_rows};
+    step.sampled = std::any_of(rows.begin(), rows.end(), [](const RowSampling& r) { return r.temperature > 0; });
+    for (const RowSampling& r : rows) step.num_top = std::max(step.num_top, std::min(r.num_logprobs, cuda::kMaxTopLogprobsDevice));
+    if (!step.sampled) rows = {};
+    if (batch.seqs.empty()) return;   // nothing to run; the slot still answers one collect()
+    // A deferred pick needs every row's logits at once.
+    CHECK(!defer_pick || num_rows <= max_logit_rows) << num_rows << " masked rows, room for " << max_logit_rows;
+    const std::optional<GraphKey> key =
+        config.use_cuda_graphs ? decode_graph_key(batch, step.sampled, /*picks=*/!defer_pick) : std::nullopt;
     cuda::AttentionMetadata m;
-    upload_metadata(batch, key, rows, slot.meta, m);
-    if (key) {
-        enqueue_decode_graph(*key, m);   // every row's logits stay in `logits` (key.batch <= max_logit_rows)
-        if (num_top >= 0) enqueue_logprobs(0, num_rows, num_top);
-    } else {
-        enqueue_layers(m);
-        for (int begin = 0; begin < num_rows; begin += max_logit_rows) {
-            const int n = std::min(max_logit_rows, num_rows - begin);
-            enqueue_lm_head(begin, n);
-            enqueue_pick(begin, n, sampled);
-            if (num_top >= 0) enqueue_logprobs(begin, n, num_top);
+    upload_metadata(batch, key, rows, slots[static_cast<size_t>(next_slot)].meta, m);
+    step.graph = key.has_value();
+    if (key) return enqueue_decode_graph(*key, m);   // every row's logits stay in `logits` (key.batch <= max_logit_rows)
+    enqueue_layers(m);
+    for (int begin = 0; begin < num_rows; begin += max_logit_rows) {
+        const int n = std::min(max_logit_rows, num_rows - begin);
+        enqueue_lm_head(begin, n);
+        if (defer_pick) continue;
+        enqueue_pick(begin, n, step.sampled);
+        if (step.num_top >= 0) enqueue_logprobs(begin, n, step.num_top);
+    }
+}
+
+void CudaRunner::Impl::pick(std::span<const uint32_t> masks_in, int words, std::span<const int32_t> mask_of_row) {
+    CHECK(step.open && step.deferred) << "pick() without submit_forward()";
+    CHECK_EQ(words, mask_words) << "mask words for a vocabulary of " << cfg.vocab_size;
+    CHECK_EQ(static_cast<int>(mask_of_row.size()), step.num_rows);
+    end_step(masks_in, mask_of_row);
+}
+
+// The masks go up in one copy from the slot's pinned buffer (free again: the step that used this slot
+// before was collected, after its event).
+void CudaRunner::Impl::end_step(std::span<const uint32_t> masks_in, std::span<const int32_t> mask_of_row) {
+    Slot& slot = slots[static_cast<size_t>(next_slot)];
+    const int num_rows = step.num_rows;
+    if (num_rows > 0) {
+        if (step.deferred) {
+            const bool any_mask = std::any_of(mask_of_row.begin(), mask_of_row.end(), [](int32_t m) { return m >= 0; });
+            if (any_mask) {
+                const size_t num_masks = masks_in.size() / static_cast<size_t>(mask_words);
+                CHECK_LE(num_masks, static_cast<size_t>(max_logit_rows));
+                auto* h = static_cast<int32_t*>(slot.masks.data());
+                std::copy(mask_of_row.begin(), mask_of_row.end(), h);
+                std::memcpy(h + max_logit_rows, masks_in.data(), masks_in.size_bytes());
+                CUDA_CHECK(cudaMemcpyAsync(masks.data(), slot.masks.data(), static_cast<size_t>(max_logit_rows) * 4 + masks_in.size_bytes(),
+                                           cudaMemcpyHostToDevice, stream));
+                const auto* device_rows = ptr<int32_t>(masks);
+                const auto* device_masks = reinterpret_cast<const uint32_t*>(device_rows + max_logit_rows);
+                CUDA_CHECK(cuda::apply_token_bitmask(ptr<float>(logits), num_rows, cfg.vocab_size, device_masks, mask_words,
+                                                     device_rows, stream));
+            }
+            enqueue_pick(0, num_rows, step.sampled);
+            if (step.num_top >= 0) enqueue_logprobs(0, num_rows, step.num_top);
+        } else if (step.graph && step.num_top >= 0) {
+            enqueue_logprobs(0, num_rows, step.num_top);
         }
-    }
-    CUDA_CHECK(cudaMemcpyAsync(slot.ids.data(), ids.data(), static_cast<size_t>(num_rows) * 4, cudaMemcpyDeviceToHost,
-                               stream));
-    slot.has_logprobs = num_top >= 0;
-    if (slot.has_logprobs) {
-        CUDA_CHECK(cudaMemcpyAsync(slot.logprobs.data(), logprobs.data(),
-                                   static_cast<size_t>(num_rows) * sizeof(cuda::RowLogprobsOut), cudaMemcpyDeviceToHost,
+        CUDA_CHECK(cudaMemcpyAsync(slot.ids.data(), ids.data(), static_cast<size_t>(num_rows) * 4, cudaMemcpyDeviceToHost,
                                    stream));
+        if (step.num_top >= 0) {
+            CUDA_CHECK(cudaMemcpyAsync(slot.logprobs.data(), logprobs.data(),
+                                       static_cast<size_t>(num_rows) * sizeof(cuda::RowLogprobsOut),
+                                       cudaMemcpyDeviceToHost, stream));
+        }
+        last_submitted_rows = num_rows;
     }
-    CUDA_CHECK(slot.done.record(stream));
+    slot.has_logprobs = num_rows > 0 && step.num_top >= 0;
     slot.num_rows = num_rows;
-    last_submitted_rows = num_rows;
+    CUDA_CHECK(slot.done.record(stream));
     next_slot ^= 1;
     ++num_outstanding;
+    step = {};
 }
 
 void CudaRunner::Impl::collect(std::vector<int32_t>& out) {
@@ -593,6 +650,12 @@ void CudaRunner::forward_sample(const ForwardBatch& batch, std::span<const RowSa
     collect(ids);
 }
 void CudaRunner::submit(const ForwardBatch& batch, std::span<const RowSampling> rows) { impl_->submit(batch, rows); }
+void CudaRunner::submit_forward(const ForwardBatch& batch, std::span<const RowSampling> rows) {
+    impl_->enqueue_forward(batch, rows, /*defer_pick=*/true);
+}
+void CudaRunner::pick(std::span<const uint32_t> masks, int mask_words, std::span<const int32_t> mask_of_row) {
+    impl_->pick(masks, mask_words, mask_of_row);
+}
 void CudaRunner::collect(std::vector<int32_t>& ids) { impl_->collect(ids); }
 std::span<const sampling::TokenLogprobs> CudaRunner::step_logprobs() const { return impl_->collected_logprobs; }
 

@@ -56,6 +56,10 @@ public:
     bool runs_async() const override { return true; }
     void submit(const ForwardBatch& batch, std::span<const RowSampling> rows) override;
     void collect(std::vector<int32_t>& ids) override;
+    // The forward pass (or a decode graph that ends at the logits); pick() uploads the masks from the
+    // slot's pinned buffer, runs cuda::apply_token_bitmask, then the pick, logprobs and ids copy.
+    void submit_forward(const ForwardBatch& batch, std::span<const RowSampling> rows) override;
+    void pick(std::span<const uint32_t> masks, int mask_words, std::span<const int32_t> mask_of_row) override;
     // Computed on the device after the pick (cuda::row_logprobs), copied back with the ids.
     std::span<const sampling::TokenLogprobs> step_logprobs() const override;
 

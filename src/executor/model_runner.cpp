@@ -26,6 +26,14 @@ void ModelRunner::forward_sample(const ForwardBatch&, std::span<const RowSamplin
     CHECK(false) << "forward_sample() on a runner that does not sample on the device";
 }
 
+void ModelRunner::submit_forward(const ForwardBatch&, std::span<const RowSampling>) {
+    CHECK(false) << "submit_forward() on a runner that does not sample on the device";
+}
+
+void ModelRunner::pick(std::span<const uint32_t>, int, std::span<const int32_t>) {
+    CHECK(false) << "pick() on a runner that does not sample on the device";
+}
+
 void ModelRunner::copy_kv_blocks(std::span<const kv::BlockCopy> copies) {
     CHECK(copies.empty()) << "copy_kv_blocks() on a runner without a host KV tier";
 }

@@ -62,6 +62,16 @@ public:
     // Waits for the oldest outstanding step; ids: [its num_logit_rows()].
     virtual void collect(std::vector<int32_t>& ids);
 
+    // A pipelined step whose rows are masked (constrained decoding), for runners that sample on the
+    // device: submit_forward() starts the forward pass as submit() does but keeps the logits where they
+    // are; pick() then sets the logits of the tokens each row's mask disallows to -inf and picks the ids
+    // (and logprobs) as submit() would, and the step counts as submitted. In between the caller may
+    // collect() the step before (whose tokens the masks follow from); nothing else. masks: [number of
+    // masks][mask_words] bits, token t allowed where bit t % 32 of word t / 32 is set (mask_words =
+    // ceil(vocab / 32)); mask_of_row: [rows], the mask of each logit row, or -1 for none.
+    virtual void submit_forward(const ForwardBatch& batch, std::span<const RowSampling> rows);
+    virtual void pick(std::span<const uint32_t> masks, int mask_words, std::span<const int32_t> mask_of_row);
+
     // The logprobs of the step whose ids the last forward_sample() or collect() returned, computed where
     // its ids were picked: [its num_logit_rows()] when a row's RowSampling asked (num_logprobs >= 0),
     // meaningful for those rows only; empty when none asked.

@@ -1,7 +1,9 @@
-// Constrained decoding through the engine (CPU; the CUDA runner takes the same host-logits path): every
-// sampled reply of a random-weight model follows the schema and ends at a complete match, next to an
-// unconstrained request in the same batch (sync and pipelined engines: grammar sequences force
-// synchronous steps while they run), and logprobs are those of the masked distribution.
+// Constrained decoding through the engine: every sampled reply of a random-weight model follows the
+// schema and ends at a complete match, next to an unconstrained request in the same batch, and logprobs
+// are those of the masked distribution. Two runners: the CPU runner (host logits masked by the engine,
+// synchronous steps while a grammar runs) and DeferredPickRunner, which has the CUDA runner's
+// submit_forward() / pick() interface (masks computed while the forward pass runs; pipelined, the
+// next step is submitted before this one's tokens are back), each with a sync and a pipelined engine.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -10,6 +12,7 @@
 
 #include "engine/engine.h"
 #include "engine_test_util.h"
+#include "host_sampling_runner.h"
 #include "executor/runner_factory.h"
 #include "grammar/grammar.h"
 #include "grammar/tokenizer_info.h"
@@ -19,7 +22,10 @@ namespace {
 
 using testing_util::CollectingSink;
 
-class GrammarEngineTest : public testing_util::TinyModelTest, public ::testing::WithParamInterface<StepOverlap> {
+enum class RunnerKind { kCpu, kDeferredPick };
+
+class GrammarEngineTest : public testing_util::TinyModelTest,
+                          public ::testing::WithParamInterface<std::tuple<RunnerKind, StepOverlap>> {
 protected:
     std::shared_ptr<const grammar::TokenizerInfo> vocab() const {
         std::vector<std::string> bytes;
@@ -37,11 +43,22 @@ protected:
 };
 
 TEST_P(GrammarEngineTest, SampledRepliesFollowTheSchema) {
-    auto runner = executor::make_runner(*checkpoint_, {.device = executor::DeviceKind::kCpu, .num_threads = 2,
-                                                       .max_num_seqs = 8, .max_num_tokens_per_step = 256,
-                                                       .max_context_tokens = 512, .num_kv_blocks = 128});
-    ASSERT_TRUE(runner.ok());
-    Engine engine(std::move(runner).value(), *tokenizer_, {.overlap = GetParam()});
+    const auto [kind, overlap] = GetParam();
+    std::unique_ptr<executor::ModelRunner> runner;
+    testing_util::DeferredPickRunner* deferred = nullptr;
+    if (kind == RunnerKind::kCpu) {
+        auto cpu = executor::make_runner(*checkpoint_, {.device = executor::DeviceKind::kCpu, .num_threads = 2,
+                                                        .max_num_seqs = 8, .max_num_tokens_per_step = 256,
+                                                        .max_context_tokens = 512, .num_kv_blocks = 128});
+        ASSERT_TRUE(cpu.ok());
+        runner = std::move(cpu).value();
+    } else {
+        auto d = std::make_unique<testing_util::DeferredPickRunner>(std::make_unique<executor::CpuRunner>(
+            *checkpoint_, executor::CpuRunnerConfig{.num_threads = 2, .num_kv_blocks = 128}));
+        deferred = d.get();
+        runner = std::move(d);
+    }
+    auto engine = std::make_unique<Engine>(std::move(runner), *tokenizer_, EngineConfig{.overlap = overlap});
     auto schema = grammar::compile_json_schema(
         R"({"type":"object","properties":{"n":{"type":"integer","minimum":0,"maximum":99},)"
         R"("ok":{"type":"boolean"},"s":{"enum":["a","bc"]}},"required":["n","ok","s"],"additionalProperties":false})");
@@ -65,7 +82,7 @@ TEST_P(GrammarEngineTest, SampledRepliesFollowTheSchema) {
             auto sink = std::make_shared<CollectingSink>();
             r.sink = sink;
             (with_grammar ? constrained : free).push_back(sink);
-            ASSERT_EQ(engine.submit(std::move(r)), Engine::Admission::kAccepted);
+            ASSERT_EQ(engine->submit(std::move(r)), Engine::Admission::kAccepted);
         }
     }
     for (auto& s : free) ASSERT_TRUE(s->wait());
@@ -74,20 +91,32 @@ TEST_P(GrammarEngineTest, SampledRepliesFollowTheSchema) {
         EXPECT_EQ(s->finish, FinishReason::kStop) << s->text;
         const auto j = nlohmann::json::parse(s->text, nullptr, /*allow_exceptions=*/false);
         ASSERT_TRUE(j.is_object()) << s->text;
-        // An integer in JSON Schema's sense: a number with no fraction (the grammar may write 20.0).
-        EXPECT_TRUE(j["n"].is_number() && j["n"].get<double>() == std::floor(j["n"].get<double>()) &&
-                    j["n"].get<double>() >= 0 && j["n"].get<double>() <= 99)
-            << s->text;
+        EXPECT_TRUE(j["n"].is_number_integer() && j["n"] >= 0 && j["n"] <= 99) << s->text;
         EXPECT_TRUE(j["ok"].is_boolean()) << s->text;
         EXPECT_TRUE(j["s"] == "a" || j["s"] == "bc") << s->text;
         EXPECT_EQ(j.size(), 3u) << s->text;
         // Masked: the chosen token and the listed ones carry all the probability there is.
         for (const auto& lp : s->logprobs) EXPECT_GT(lp.chosen, -1e9f);
     }
+    // Every reply has ended: the engine thread wrote the counters before those events.
+    if (deferred != nullptr) {
+        EXPECT_GT(deferred->num_masked_steps, 8);  // every grammar token was picked with a mask
+        if (overlap == StepOverlap::kOn) {
+            // Masked steps went in while the step before was still outstanding.
+            EXPECT_GT(deferred->num_overlapped_masked_steps, deferred->num_masked_steps / 2);
+        } else {
+            EXPECT_EQ(deferred->num_overlapped_masked_steps, 0);
+        }
+    }
 }
 
-INSTANTIATE_TEST_SUITE_P(Overlap, GrammarEngineTest, ::testing::Values(StepOverlap::kOff, StepOverlap::kOn),
-                         [](const auto& info) { return info.param == StepOverlap::kOn ? "pipelined" : "sync"; });
+INSTANTIATE_TEST_SUITE_P(Runners, GrammarEngineTest,
+                         ::testing::Combine(::testing::Values(RunnerKind::kCpu, RunnerKind::kDeferredPick),
+                                            ::testing::Values(StepOverlap::kOff, StepOverlap::kOn)),
+                         [](const auto& info) {
+                             return std::string(std::get<0>(info.param) == RunnerKind::kCpu ? "cpu_" : "deferred_pick_") +
+                                    (std::get<1>(info.param) == StepOverlap::kOn ? "pipelined" : "sync");
+                         });
 
 }  // namespace
 }  // namespace hichat::engine

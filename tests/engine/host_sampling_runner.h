@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <numeric>
 #include <span>
@@ -14,12 +15,13 @@
 
 #include "executor/cpu_runner.h"
 #include "executor/model_runner.h"
+#include "sampling/logprobs.h"
 #include "sampling/sampler.h"
 
 namespace hichat::engine::testing_util {
 
 // The RowSampling rule of model_runner.h on one row of logits.
-inline int32_t pick(std::span<const float> logits, const executor::RowSampling& rs) {
+inline int32_t pick_row(std::span<const float> logits, const executor::RowSampling& rs) {
     if (rs.temperature <= 0.0f) return sampling::argmax(logits);
     const float max_logit = *std::max_element(logits.begin(), logits.end());
     std::vector<double> p(logits.size());
@@ -52,7 +54,7 @@ inline int32_t pick(std::span<const float> logits, const executor::RowSampling& 
     return last;
 }
 
-// Claims to sample on the device: forward_sample() applies pick() to the CPU runner's logits. Inherits
+// Claims to sample on the device: forward_sample() applies pick_row() to the CPU runner's logits. Inherits
 // the default submit()/collect(), so the pipelined engine can drive it too.
 class HostSamplingRunner final : public executor::ModelRunner {
 public:
@@ -74,7 +76,7 @@ public:
         ids.clear();
         for (size_t r = 0; r < rows.size(); ++r) {
             if (rows[r].temperature > 0) draws.push_back(rows[r].u);
-            ids.push_back(pick(std::span<const float>(logits_).subspan(r * vocab, vocab), rows[r]));
+            ids.push_back(pick_row(std::span<const float>(logits_).subspan(r * vocab, vocab), rows[r]));
         }
     }
     std::atomic<int> num_host_steps{0}, num_device_steps{0};
@@ -83,6 +85,98 @@ public:
 private:
     std::unique_ptr<executor::CpuRunner> inner_;
     std::vector<float> logits_;
+};
+
+// A runner with the pipelined interface of the CUDA runner on the CPU: submit(), submit_forward() and
+// pick() (masks applied to host logits), collect(); ids by pick_row(), logprobs of every row that asks
+// (of the masked row), placeholders resolved from the last picked step. Counts the masked steps and
+// those submitted while the step before was still outstanding (the overlap the engine keeps).
+class DeferredPickRunner final : public executor::ModelRunner {
+public:
+    explicit DeferredPickRunner(std::unique_ptr<executor::CpuRunner> inner) : inner_(std::move(inner)) {}
+    const model::ModelConfig& model_config() const override { return inner_->model_config(); }
+    int num_kv_blocks() const override { return inner_->num_kv_blocks(); }
+    int kv_block_size_tokens() const override { return inner_->kv_block_size_tokens(); }
+    void forward(const executor::ForwardBatch& batch, std::vector<float>& logits) override {
+        EXPECT_TRUE(outstanding_.empty() && !open_);
+        inner_->forward(batch, logits);
+    }
+    bool samples_on_device() const override { return true; }
+    void forward_sample(const executor::ForwardBatch& batch, std::span<const executor::RowSampling> rows,
+                        std::vector<int32_t>& ids) override {
+        submit(batch, rows);
+        collect(ids);
+    }
+    void submit(const executor::ForwardBatch& batch, std::span<const executor::RowSampling> rows) override {
+        submit_forward(batch, rows);
+        end_step({}, {});
+    }
+    void submit_forward(const executor::ForwardBatch& batch, std::span<const executor::RowSampling> rows) override {
+        EXPECT_LT(outstanding_.size(), 2u);
+        EXPECT_FALSE(open_) << "submit before the last submit_forward() was picked";
+        EXPECT_EQ(static_cast<int64_t>(rows.size()), batch.num_logit_rows());
+        executor::ForwardBatch resolved = batch;
+        std::vector<std::vector<int32_t>> owned(batch.seqs.size());
+        for (size_t s = 0; s < batch.seqs.size(); ++s) {
+            owned[s].assign(batch.seqs[s].tokens.begin(), batch.seqs[s].tokens.end());
+            for (int32_t& t : owned[s]) {
+                if (t < 0) t = last_ids_.at(static_cast<size_t>(-t - 1));
+            }
+            resolved.seqs[s].tokens = owned[s];
+        }
+        inner_->forward(resolved, logits_);
+        rows_.assign(rows.begin(), rows.end());
+        overlapped_ = !outstanding_.empty();
+        open_ = true;
+    }
+    void pick(std::span<const uint32_t> masks, int mask_words, std::span<const int32_t> mask_of_row) override {
+        EXPECT_TRUE(open_) << "pick() without submit_forward()";
+        EXPECT_EQ(mask_words, (model_config().vocab_size + 31) / 32);
+        EXPECT_EQ(mask_of_row.size(), rows_.size());
+        ++num_masked_steps;
+        if (overlapped_) ++num_overlapped_masked_steps;
+        const size_t vocab = static_cast<size_t>(model_config().vocab_size);
+        for (size_t r = 0; r < mask_of_row.size(); ++r) {
+            if (mask_of_row[r] < 0) continue;
+            const uint32_t* bits = masks.data() + static_cast<size_t>(mask_of_row[r]) * static_cast<size_t>(mask_words);
+            for (size_t t = 0; t < vocab; ++t) {
+                if (!(bits[t / 32] >> (t % 32) & 1u)) logits_[r * vocab + t] = -std::numeric_limits<float>::infinity();
+            }
+        }
+        end_step(masks, mask_of_row);
+    }
+    void collect(std::vector<int32_t>& ids) override {
+        EXPECT_FALSE(outstanding_.empty());
+        ids = std::move(outstanding_.front().first);
+        collected_ = std::move(outstanding_.front().second);
+        outstanding_.erase(outstanding_.begin());
+    }
+    std::span<const sampling::TokenLogprobs> step_logprobs() const override { return collected_; }
+
+    int num_masked_steps = 0, num_overlapped_masked_steps = 0;   // engine thread; read after the requests
+
+private:
+    void end_step(std::span<const uint32_t>, std::span<const int32_t>) {
+        const size_t vocab = static_cast<size_t>(model_config().vocab_size);
+        std::vector<int32_t> ids;
+        std::vector<sampling::TokenLogprobs> logprobs(rows_.size());
+        for (size_t r = 0; r < rows_.size(); ++r) {
+            const std::span<const float> row = std::span<const float>(logits_).subspan(r * vocab, vocab);
+            ids.push_back(pick_row(row, rows_[r]));
+            if (rows_[r].num_logprobs >= 0) logprobs[r] = sampling::compute_logprobs(row, ids.back(), rows_[r].num_logprobs);
+        }
+        last_ids_ = ids;
+        outstanding_.emplace_back(std::move(ids), std::move(logprobs));
+        open_ = false;
+    }
+
+    std::unique_ptr<executor::CpuRunner> inner_;
+    std::vector<float> logits_;
+    std::vector<executor::RowSampling> rows_;
+    std::vector<int32_t> last_ids_;
+    std::vector<std::pair<std::vector<int32_t>, std::vector<sampling::TokenLogprobs>>> outstanding_;
+    std::vector<sampling::TokenLogprobs> collected_;
+    bool open_ = false, overlapped_ = false;
 };
 
 }  // namespace hichat::engine::testing_util
