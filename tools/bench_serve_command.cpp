@@ -35,6 +35,7 @@ struct BenchServeOptions {
     std::string api_key;
     std::string result_file;      // empty: do not write
     std::string transcript_file;  // multi-turn: one JSON line per turn; empty: do not write
+    nlohmann::json extra_body = nullptr;  // --extra-body
 };
 
 // One flag per row.
@@ -84,6 +85,8 @@ constexpr FlagSpec kFlags[] = {
     {.name = "api-key", .value_name = "KEY", .help = "sent as Authorization: Bearer KEY"},
     {.name = "endpoint", .value_name = "PATH", .default_value = "/v1/completions",
      .help = "must accept a /v1/completions body"},
+    {.name = "extra-body", .value_name = "JSON",
+     .help = "a JSON object whose keys go into every completions body (e.g. a response_format or grammar)"},
     {.name = "result-file", .value_name = "FILE", .help = "append the JSON line to FILE"},
 };
 // clang-format on
@@ -241,11 +244,16 @@ Result<BenchServeOptions> parse_options(const CliArgs& flags) {
     o.target = *target;
     o.api_key = flags.get("api-key");
     o.result_file = flags.get("result-file");
+    if (const std::string extra = flags.get("extra-body"); !extra.empty()) {
+        o.extra_body = nlohmann::json::parse(extra, nullptr, /*allow_exceptions=*/false);
+        if (!o.extra_body.is_object()) return invalid_argument("--extra-body must be a JSON object, got '" + extra + "'");
+        s.extra_body = o.extra_body.dump();
+    }
     return o;
 }
 
 LoadRequest id_request(const BenchServeOptions& o, const std::vector<int32_t>& ids) {
-    const CompletionParams params{.model = o.settings.model, .num_output_tokens = o.settings.output_len};
+    const CompletionParams params{.model = o.settings.model, .num_output_tokens = o.settings.output_len, .extra_body = o.extra_body};
     return {.http_bytes = http_post(o.target, o.api_key, completion_body(params, ids)),
             .num_prompt_tokens = static_cast<int>(ids.size())};
 }
@@ -279,7 +287,7 @@ LoadRequest multi_turn_request(const BenchServeOptions& o, MultiTurnDataset& dat
             const std::string& answer = turn == 0 ? std::string() : earlier.back().output_text;
             const std::string& prompt = dataset.build_prompt(conversation, turn, answer);
             const CompletionParams params{.model = o.settings.model,
-                                          .num_output_tokens = o.multi_turn.output_len};
+                                          .num_output_tokens = o.multi_turn.output_len, .extra_body = o.extra_body};
             return {.http_bytes = http_post(o.target, o.api_key, completion_text_body(params, prompt)),
                     .num_prompt_tokens = 0,
                     .keep_text = true};
@@ -289,7 +297,7 @@ LoadRequest multi_turn_request(const BenchServeOptions& o, MultiTurnDataset& dat
             dataset.build_prompt(conversation, turn, answer);  // the history as text, for the transcript
             const std::string previous = turn == 0 ? std::string() : earlier.back().response_id;
             const CompletionParams params{.model = o.settings.model,
-                                          .num_output_tokens = o.multi_turn.output_len};
+                                          .num_output_tokens = o.multi_turn.output_len, .extra_body = o.extra_body};
             const std::string body = responses_body(params, dataset.user_message(conversation, turn), previous);
             return {.http_bytes = http_post(responses_target(o.target), o.api_key, body),
                     .num_prompt_tokens = 0,
@@ -306,7 +314,7 @@ LoadRequest multi_turn_request(const BenchServeOptions& o, MultiTurnDataset& dat
 Status run_test_request(const BenchServeOptions& o, const std::vector<LoadRequest>& requests) {
     std::fprintf(stderr, "hichat bench serve: initial test request to %s%s\n", o.settings.base_url.c_str(),
                  o.target.path.c_str());
-    const CompletionParams params{.model = o.settings.model, .num_output_tokens = 1};
+    const CompletionParams params{.model = o.settings.model, .num_output_tokens = 1, .extra_body = o.extra_body};
     LoadRequest probe;
     switch (o.dataset) {
         case Dataset::kRandom:

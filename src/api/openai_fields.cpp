@@ -83,6 +83,7 @@ constexpr std::array kCompletionOnlyRules = std::to_array<FieldRule>({
     {"best_of", kRefused, is_one, "1"},
     {"echo", kRefused, is_false, "false"},
     {"logprobs", kImplemented},  // an integer: even 0 asks for the sampled token's logprob
+    {"response_format", kImplemented},  // vLLM's extension: as on chat
     {"suffix", kRefused, is_empty_string, "\"\""},
 });
 

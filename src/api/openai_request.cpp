@@ -301,7 +301,7 @@ void parse_logprobs(Parser& p) {
     if (logprobs) p.out.num_logprobs = static_cast<int>(top);
 }
 
-// response_format (chat): {"type": "text"} | {"type": "json_object"} | {"type": "json_schema",
+// response_format (chat, and completions as vLLM takes it): {"type": "text"} | {"type": "json_object"} | {"type": "json_schema",
 // "json_schema": {"name", "schema", "strict", "description"}}; `grammar` (both endpoints): a GBNF source.
 // Only one of them. The schema or grammar compiles later (ConstrainedDecoding), on the same thread.
 void parse_grammar(Parser& p) {
@@ -309,7 +309,7 @@ void parse_grammar(Parser& p) {
         if (!g->is_string() || g->get<std::string>().empty()) return p.fail("grammar", "grammar must be a non-empty GBNF string");
         p.out.grammar = GrammarSpec{.kind = grammar::GrammarKind::kGbnf, .text = g->get<std::string>(), .param = "grammar"};
     }
-    const Json* rf = p.out.endpoint == Endpoint::kChatCompletions ? p.field("response_format") : nullptr;
+    const Json* rf = p.field("response_format");
     if (rf == nullptr) return;
     if (!rf->is_object() || !rf->contains("type") || !(*rf)["type"].is_string()) {
         return p.fail("response_format", "response_format must be an object with a string type");

@@ -213,10 +213,11 @@ TEST(OpenAiFields, KeysOutsideTheSchemaAreIgnoredAndListed) {
     std::sort(ignored.begin(), ignored.end());
     EXPECT_EQ(ignored, (std::vector<std::string>{"guided_json", "messages[0].content[0].cache_control",
                                                  "messages[0].reasoning_content", "stream_options.extra", "zeta"}));
-    // A chat field sent to completions is outside that schema.
+    // A chat field sent to completions is outside that schema (response_format is taken there, as vLLM does).
     ASSERT_FALSE(parse(Endpoint::kCompletions, R"(,"messages":[],"response_format":{"type":"json_object"})", g));
-    std::sort(g.ignored_fields.begin(), g.ignored_fields.end());
-    EXPECT_EQ(g.ignored_fields, (std::vector<std::string>{"messages", "response_format"}));
+    EXPECT_EQ(g.ignored_fields, (std::vector<std::string>{"messages"}));
+    ASSERT_TRUE(g.grammar);
+    EXPECT_EQ(g.grammar->kind, grammar::GrammarKind::kJsonObject);
 }
 
 }  // namespace

@@ -3,7 +3,8 @@
 // are those of the masked distribution. Two runners: the CPU runner (host logits masked by the engine,
 // synchronous steps while a grammar runs) and DeferredPickRunner, which has the CUDA runner's
 // submit_forward() / pick() interface (masks computed while the forward pass runs; pipelined, the
-// next step is submitted before this one's tokens are back), each with a sync and a pipelined engine.
+// next step is submitted before this one's tokens are back), and the CUDA runner itself (skipped without
+// a device), each with a sync and a pipelined engine.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -22,7 +23,7 @@ namespace {
 
 using testing_util::CollectingSink;
 
-enum class RunnerKind { kCpu, kDeferredPick };
+enum class RunnerKind { kCpu, kDeferredPick, kCuda };
 
 class GrammarEngineTest : public testing_util::TinyModelTest,
                           public ::testing::WithParamInterface<std::tuple<RunnerKind, StepOverlap>> {
@@ -46,11 +47,13 @@ TEST_P(GrammarEngineTest, SampledRepliesFollowTheSchema) {
     const auto [kind, overlap] = GetParam();
     std::unique_ptr<executor::ModelRunner> runner;
     testing_util::DeferredPickRunner* deferred = nullptr;
-    if (kind == RunnerKind::kCpu) {
-        auto cpu = executor::make_runner(*checkpoint_, {.device = executor::DeviceKind::kCpu, .num_threads = 2,
+    if (kind == RunnerKind::kCuda && !executor::cuda_available()) GTEST_SKIP() << "SKIPPED: no CUDA device";
+    if (kind != RunnerKind::kDeferredPick) {
+        const auto device = kind == RunnerKind::kCuda ? executor::DeviceKind::kCuda : executor::DeviceKind::kCpu;
+        auto cpu = executor::make_runner(*checkpoint_, {.device = device, .num_threads = 2,
                                                         .max_num_seqs = 8, .max_num_tokens_per_step = 256,
                                                         .max_context_tokens = 512, .num_kv_blocks = 128});
-        ASSERT_TRUE(cpu.ok());
+        ASSERT_TRUE(cpu.ok()) << cpu.status().message();
         runner = std::move(cpu).value();
     } else {
         auto d = std::make_unique<testing_util::DeferredPickRunner>(std::make_unique<executor::CpuRunner>(
@@ -111,10 +114,11 @@ TEST_P(GrammarEngineTest, SampledRepliesFollowTheSchema) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Runners, GrammarEngineTest,
-                         ::testing::Combine(::testing::Values(RunnerKind::kCpu, RunnerKind::kDeferredPick),
+                         ::testing::Combine(::testing::Values(RunnerKind::kCpu, RunnerKind::kDeferredPick, RunnerKind::kCuda),
                                             ::testing::Values(StepOverlap::kOff, StepOverlap::kOn)),
                          [](const auto& info) {
-                             return std::string(std::get<0>(info.param) == RunnerKind::kCpu ? "cpu_" : "deferred_pick_") +
+                             const RunnerKind k = std::get<0>(info.param);
+                             return std::string(k == RunnerKind::kCpu ? "cpu_" : k == RunnerKind::kCuda ? "cuda_" : "deferred_pick_") +
                                     (std::get<1>(info.param) == StepOverlap::kOn ? "pipelined" : "sync");
                          });
 

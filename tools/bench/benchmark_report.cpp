@@ -129,6 +129,7 @@ nlohmann::ordered_json report_json(const BenchmarkReport& r, const BenchmarkSett
     j["base_url"] = s.base_url;
     j["model_id"] = s.model;
     if (!s.commit.empty()) j["commit"] = s.commit;
+    if (!s.extra_body.empty()) j["extra_body"] = s.extra_body;
     j["dataset"] = s.dataset;
     for (const auto& [key, value] : s.dataset_params) j[key] = value;
     j["num_prompts"] = s.num_prompts;

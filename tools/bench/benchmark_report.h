@@ -31,6 +31,7 @@ struct BenchmarkSettings {
     double request_rate = 0;  // 0: all at once ("inf")
     uint64_t seed = 0;
     std::string commit;  // HICHAT_COMMIT, empty if unset
+    std::string extra_body;  // --extra-body as sent (empty: none)
 };
 
 struct BenchmarkReport {

@@ -8,7 +8,7 @@ namespace hichat::tools::bench {
 namespace {
 
 std::string body_with_prompt(const CompletionParams& params, nlohmann::json prompt) {
-    const nlohmann::json body = {
+    nlohmann::json body = {
         {"model", params.model},
         {"prompt", std::move(prompt)},
         {"max_tokens", params.num_output_tokens},
@@ -17,6 +17,9 @@ std::string body_with_prompt(const CompletionParams& params, nlohmann::json prom
         {"stream", true},
         {"stream_options", {{"include_usage", true}}},
     };
+    if (params.extra_body.is_object()) {
+        for (const auto& [key, value] : params.extra_body.items()) body[key] = value;
+    }
     return body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 

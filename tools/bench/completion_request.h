@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "bench/http_target.h"
 
 namespace hichat::tools::bench {
@@ -13,6 +15,9 @@ namespace hichat::tools::bench {
 struct CompletionParams {
     std::string model;          // the served model name
     int num_output_tokens = 0;  // max_tokens; with ignore_eos the server generates exactly this many
+    // Keys added to every completions body (e.g. {"grammar": ...} or {"response_format": ...}); they
+    // replace the fields above of the same name. Null: none.
+    nlohmann::json extra_body = nullptr;
 };
 
 // {"model", "prompt": [ids], "max_tokens", "temperature": 0, "ignore_eos": true, "stream": true,
