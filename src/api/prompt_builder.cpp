@@ -1,5 +1,7 @@
 #include "api/prompt_builder.h"
 
+#include "api/openai_fields.h"
+
 namespace hichat::api {
 namespace {
 
@@ -55,8 +57,10 @@ std::optional<ApiError> PromptBuilder::build(const GenerationRequest& request, s
         return std::nullopt;
     }
     if (request.tools.active() && tool_format_ == ToolFormat::kNone) {
-        return bad_field("tools", "the model's chat template has no tool-call format HiChat knows (Hermes/Qwen "
-                                  "<tool_call>, Llama-3 JSON, Mistral [TOOL_CALLS]), so it cannot take tools");
+        ApiError e = unsupported_field("tools", "");
+        e.message = "tools are not supported with this model: its chat template has no tool-call format HiChat "
+                    "knows (Hermes/Qwen <tool_call>, Llama-3 JSON, Mistral [TOOL_CALLS])";
+        return e;
     }
     // The template sees the tools unless tool_choice is "none" (then the model is not told of them).
     auto rendered = render_chat(request.messages, /*add_generation_prompt=*/true,

@@ -68,7 +68,8 @@ public:
     // (and logprobs) as submit() would, and the step counts as submitted. In between the caller may
     // collect() the step before (whose tokens the masks follow from); nothing else. masks: [number of
     // masks][mask_words] bits, token t allowed where bit t % 32 of word t / 32 is set (mask_words =
-    // ceil(vocab / 32)); mask_of_row: [rows], the mask of each logit row, or -1 for none.
+    // ceil(vocab / 32)); mask_of_row: [rows], the mask of each logit row, or -1 for none. The step has
+    // at most the runner's max_num_seqs logit rows (the CUDA runner keeps them all for the pick).
     virtual void submit_forward(const ForwardBatch& batch, std::span<const RowSampling> rows);
     virtual void pick(std::span<const uint32_t> masks, int mask_words, std::span<const int32_t> mask_of_row);
 

@@ -61,7 +61,10 @@ TEST_P(GrammarEngineTest, SampledRepliesFollowTheSchema) {
         deferred = d.get();
         runner = std::move(d);
     }
-    auto engine = std::make_unique<Engine>(std::move(runner), *tokenizer_, EngineConfig{.overlap = overlap});
+    EngineConfig config;
+    config.overlap = overlap;
+    config.scheduler.max_num_seqs = 8;  // as serve sets both: a masked step's rows fit the runner's logits
+    auto engine = std::make_unique<Engine>(std::move(runner), *tokenizer_, config);
     auto schema = grammar::compile_json_schema(
         R"({"type":"object","properties":{"n":{"type":"integer","minimum":0,"maximum":99},)"
         R"("ok":{"type":"boolean"},"s":{"enum":["a","bc"]}},"required":["n","ok","s"],"additionalProperties":false})");

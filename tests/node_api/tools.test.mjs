@@ -181,7 +181,7 @@ test('bad tools are 400s naming the field; the server keeps serving', async () =
     [qwen, { tools: TOOLS, tool_choice: { type: 'function', function: { name: 'launch' } } }, 'tool_choice', /launch/],
     [qwen, { tools: [{ type: 'code_interpreter' }] }, 'tools[0].type', /function/],
     [qwen, { messages: [{ role: 'tool', content: '1' }] }, 'messages[0].tool_call_id', /tool_call_id/],
-    [plain, { tools: TOOLS }, 'tools', /tool-call format/],
+    [plain, { tools: TOOLS }, 'tools', /not supported with this model/],
   ];
   for (const [who, body, param, message] of cases) {
     const res = await post(who, body);
