@@ -538,6 +538,7 @@ void parse_tools(Parser& p) {
                 return p.fail(fp + ".parameters", fp + ".parameters must be a JSON Schema object");
             }
             t.names.push_back(name);
+            t.strict.push_back(f.contains("strict") && f["strict"].get<bool>());
         }
     }
     p.boolean("parallel_tool_calls", t.parallel);

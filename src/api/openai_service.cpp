@@ -349,7 +349,7 @@ std::optional<ApiError> OpenAiService::compile_tools(const ToolRequest& tools, C
     if (tools.choice.mode != ToolChoiceMode::kRequired && tools.choice.mode != ToolChoiceMode::kNamed) return std::nullopt;
     const ToolCallGrammar calls = tool_call_grammar(deps_.prompts->tool_format(), tools);
     const GrammarSpec spec{.kind = grammar::GrammarKind::kJsonSchema, .text = calls.schema.dump(),
-                           .param = "tool_choice", .frame = calls.frame};
+                           .strict = calls.strict, .param = "tool_choice", .frame = calls.frame};
     return constrained_->compile(spec, out);
 }
 

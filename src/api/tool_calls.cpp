@@ -52,15 +52,16 @@ const char* tool_format_name(ToolFormat format) {
 ToolCallGrammar tool_call_grammar(ToolFormat format, const ToolRequest& request) {
     const char* args = arguments_key(format);
     Json alternatives = Json::array();
+    ToolCallGrammar g;
     for (size_t i = 0; i < request.names.size(); ++i) {
         if (request.choice.mode == ToolChoiceMode::kNamed && request.names[i] != request.choice.name) continue;
+        g.strict = g.strict || (i < request.strict.size() && request.strict[i]);
         Json call = {{"type", "object"},
                      {"properties", {{"name", {{"const", request.names[i]}}}, {args, request.parameters[i]}}},
                      {"required", {"name", args}},
                      {"additionalProperties", false}};
         alternatives.push_back(std::move(call));
     }
-    ToolCallGrammar g;
     g.schema = alternatives.size() == 1 ? alternatives[0] : Json{{"anyOf", alternatives}};
     const bool many = request.choice.mode == ToolChoiceMode::kRequired && request.parallel;
     switch (format) {

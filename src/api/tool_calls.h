@@ -40,6 +40,7 @@ struct ToolRequest {
     nlohmann::ordered_json tools = nlohmann::ordered_json::array();  // [{"type": "function", "function": {...}}]
     std::vector<std::string> names;                                 // tools[i].function.name
     std::vector<nlohmann::ordered_json> parameters;                 // tools[i].function.parameters (a schema)
+    std::vector<bool> strict;                                       // tools[i].function.strict
     ToolChoice choice;
     bool parallel = true;  // parallel_tool_calls
     bool active() const { return choice.mode != ToolChoiceMode::kNone && !names.empty(); }
@@ -51,6 +52,7 @@ struct ToolRequest {
 struct ToolCallGrammar {
     nlohmann::ordered_json schema;
     grammar::JsonFrame frame;
+    bool strict = false;  // an allowed tool is strict: no properties beyond its schema's (for all of them)
 };
 ToolCallGrammar tool_call_grammar(ToolFormat format, const ToolRequest& request);
 
