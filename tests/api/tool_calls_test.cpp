@@ -11,7 +11,7 @@
 
 #include "api/openai_request.h"
 #include "api/prompt_builder.h"
-#include "grammar/grammar_matcher.h"
+#include "grammar/schema_test_support.h"
 #include "tokenizer/template/chat_template.h"
 #include "tokenizer/tokenizer.h"
 
@@ -156,24 +156,14 @@ ToolRequest two_tools(ToolChoice choice, bool parallel) {
     return r;
 }
 
-std::shared_ptr<const grammar::TokenizerInfo> byte_vocab() {
-    std::vector<std::string> bytes;
-    for (int b = 0; b < 256; ++b) bytes.emplace_back(1, static_cast<char>(b));
-    return grammar::TokenizerInfo::create(bytes, {}).value();
-}
-
 bool grammar_accepts(ToolFormat format, const ToolRequest& r, const std::string& text) {
     const ToolCallGrammar g = tool_call_grammar(format, r);
     grammar::JsonSchemaOptions options;
     options.frame = g.frame;
+    options.strict_additional_properties = g.strict;
     auto compiled = grammar::compile_json_schema_value(g.schema, options);
     EXPECT_TRUE(compiled.ok()) << compiled.status().message();
-    static const auto vocab = byte_vocab();
-    grammar::GrammarMatcher m(compiled.value(), vocab);
-    for (char c : text) {
-        if (!m.accept_bytes(std::string_view(&c, 1))) return false;
-    }
-    return m.is_accepting();
+    return compiled.ok() && grammar::test::accepts_bytewise(compiled.value(), text);
 }
 
 TEST(ToolCallGrammar, RequiredAndNamedChoicesInEachFormat) {
@@ -198,6 +188,13 @@ TEST(ToolCallGrammar, RequiredAndNamedChoicesInEachFormat) {
     const ToolRequest one = two_tools({ToolChoiceMode::kRequired, ""}, /*parallel=*/false);
     EXPECT_FALSE(grammar_accepts(ToolFormat::kMistral, one, "[" + weather + "," + time + "]"));
     EXPECT_TRUE(grammar_accepts(ToolFormat::kMistral, one, "[" + time + "]"));
+    // A strict tool: no properties beyond those its schema declares (absent additionalProperties).
+    ToolRequest loose = two_tools({ToolChoiceMode::kNamed, "get_time"}, true);
+    loose.parameters[1] = Json{{"type", "object"}, {"properties", {{"tz", {{"type", "integer"}}}}}};
+    const std::string extra = "<tool_call>\n{\"name\":\"get_time\",\"arguments\":{\"tz\":1,\"x\":2}}\n</tool_call>";
+    EXPECT_TRUE(grammar_accepts(ToolFormat::kHermes, loose, extra));
+    loose.strict = {false, true};
+    EXPECT_FALSE(grammar_accepts(ToolFormat::kHermes, loose, extra));
 }
 
 std::optional<ApiError> parse_chat(const std::string& body, GenerationRequest& g) {

@@ -54,19 +54,29 @@ inline int32_t pick_row(std::span<const float> logits, const executor::RowSampli
     return last;
 }
 
-// Claims to sample on the device: forward_sample() applies pick_row() to the CPU runner's logits. Inherits
-// the default submit()/collect(), so the pipelined engine can drive it too.
-class HostSamplingRunner final : public executor::ModelRunner {
+// A runner in front of a CpuRunner that claims to sample on the device; shape and KV pool are the
+// inner runner's.
+class CpuBackedRunner : public executor::ModelRunner {
 public:
-    explicit HostSamplingRunner(std::unique_ptr<executor::CpuRunner> inner) : inner_(std::move(inner)) {}
+    explicit CpuBackedRunner(std::unique_ptr<executor::CpuRunner> inner) : inner_(std::move(inner)) {}
     const model::ModelConfig& model_config() const override { return inner_->model_config(); }
     int num_kv_blocks() const override { return inner_->num_kv_blocks(); }
     int kv_block_size_tokens() const override { return inner_->kv_block_size_tokens(); }
+    bool samples_on_device() const override { return true; }
+
+protected:
+    std::unique_ptr<executor::CpuRunner> inner_;
+};
+
+// Claims to sample on the device: forward_sample() applies pick_row() to the CPU runner's logits. Inherits
+// the default submit()/collect(), so the pipelined engine can drive it too.
+class HostSamplingRunner final : public CpuBackedRunner {
+public:
+    using CpuBackedRunner::CpuBackedRunner;
     void forward(const executor::ForwardBatch& batch, std::vector<float>& logits) override {
         ++num_host_steps;
         inner_->forward(batch, logits);
     }
-    bool samples_on_device() const override { return true; }
     void forward_sample(const executor::ForwardBatch& batch, std::span<const executor::RowSampling> rows,
                         std::vector<int32_t>& ids) override {
         ++num_device_steps;
@@ -83,7 +93,6 @@ public:
     std::vector<float> draws;   // engine thread only; read after the request finished
 
 private:
-    std::unique_ptr<executor::CpuRunner> inner_;
     std::vector<float> logits_;
 };
 
@@ -91,17 +100,13 @@ private:
 // pick() (masks applied to host logits), collect(); ids by pick_row(), logprobs of every row that asks
 // (of the masked row), placeholders resolved from the last picked step. Counts the masked steps and
 // those submitted while the step before was still outstanding (the overlap the engine keeps).
-class DeferredPickRunner final : public executor::ModelRunner {
+class DeferredPickRunner final : public CpuBackedRunner {
 public:
-    explicit DeferredPickRunner(std::unique_ptr<executor::CpuRunner> inner) : inner_(std::move(inner)) {}
-    const model::ModelConfig& model_config() const override { return inner_->model_config(); }
-    int num_kv_blocks() const override { return inner_->num_kv_blocks(); }
-    int kv_block_size_tokens() const override { return inner_->kv_block_size_tokens(); }
+    using CpuBackedRunner::CpuBackedRunner;
     void forward(const executor::ForwardBatch& batch, std::vector<float>& logits) override {
         EXPECT_TRUE(outstanding_.empty() && !open_);
         inner_->forward(batch, logits);
     }
-    bool samples_on_device() const override { return true; }
     void forward_sample(const executor::ForwardBatch& batch, std::span<const executor::RowSampling> rows,
                         std::vector<int32_t>& ids) override {
         submit(batch, rows);
@@ -170,7 +175,6 @@ private:
         open_ = false;
     }
 
-    std::unique_ptr<executor::CpuRunner> inner_;
     std::vector<float> logits_;
     std::vector<executor::RowSampling> rows_;
     std::vector<int32_t> last_ids_;
