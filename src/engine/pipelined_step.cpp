@@ -39,9 +39,9 @@ void Engine::Impl::pipelined_step() {
 bool Engine::Impl::every_runner_picked() const {
     return std::all_of(seqs_.begin(), seqs_.end(), [&](const auto& seq) {
         if (seq->state.status == scheduler::SeqStatus::kFinished) return true;
-        // A grammar row is picked on the device with its mask (pick_masked), else from host logits.
-        if (seq->matcher) return runner_->samples_on_device() && seq->sampler.device_samplable();
-        return seq->request.sampling.is_plain_greedy() || (runner_->samples_on_device() && seq->sampler.device_samplable());
+        // A grammar row is picked on the device with its mask (pick_masked), never by the host argmax.
+        const bool on_device = runner_->samples_on_device() && seq->sampler.device_samplable();
+        return on_device || (!seq->matcher && seq->request.sampling.is_plain_greedy());
     });
 }
 
