@@ -64,17 +64,23 @@ void Engine::Impl::sync_step() {
         queue_.wait(std::chrono::milliseconds(20));
         return;
     }
-    run_forward(plan, build_batch(plan));
+    const executor::ForwardBatch batch = build_batch(plan);
+    run_forward(plan, batch);
     ++num_steps_;
-    commit(plan);
+    commit(plan, batch);
     remove_finished();
     publish_stats();
 }
 
 // Logprobs are computed where the ids are picked: by the runner for device-sampled rows, here from the
 // host logits otherwise (commit), so an all-greedy step that wants them leaves the argmax shortcut.
+// Prompt logprobs and requests of no tokens always take the host logits.
 void Engine::Impl::run_forward(const scheduler::StepPlan& plan, const executor::ForwardBatch& batch) {
     auto seq_of = [&](const scheduler::ScheduledChunk& c) -> Sequence& { return *by_id_.at(c.seq->id); };
+    if (std::any_of(plan.chunks.begin(), plan.chunks.end(), [&](const auto& c) { return seq_of(c).runs_on_host_logits(); })) {
+        ids_step_ = false;
+        return runner_->forward(batch, logits_);
+    }
     const bool all_greedy = std::all_of(plan.chunks.begin(), plan.chunks.end(), [&](const auto& c) {
         return seq_of(c).request.sampling.is_plain_greedy() && !seq_of(c).matcher;
     });
@@ -122,7 +128,8 @@ void Engine::Impl::admit_new_requests() {
     queue_.drain(requests, cancelled);
     for (Request& r : requests) {
         auto seq = std::make_unique<Sequence>(std::move(r), tokenizer_, config_.output_deny_list);
-        if (blocks_.prefix_caching()) seq->extend_block_keys(blocks_.block_size_tokens());
+        if (blocks_.prefix_caching() && seq->caches_prefix()) seq->extend_block_keys(blocks_.block_size_tokens());
+        if (seq->request.num_prompt_logprobs >= 0) seq->prompt_logprobs.resize(seq->request.prompt.size());
         // The API validates lengths; a request that still cannot fit ends at once instead of waiting forever.
         if (seq->num_prompt_tokens() == 0 || seq->num_prompt_tokens() >= max_context_tokens()) {
             finish(*seq, FinishReason::kLength, {}, {});
@@ -160,27 +167,39 @@ executor::ForwardBatch Engine::Impl::build_batch(const scheduler::StepPlan& plan
         batch.seqs.push_back({.block_table = seq.state.blocks.blocks,
                               .pos0 = seq.state.num_tokens_cached,
                               .tokens = std::span<const int32_t>(seq.tokens).subspan(begin, chunk.num_tokens),
-                              .all_logits = false});
+                              .all_logits = seq.needs_prompt_logits()});
     }
     return batch;
 }
 
-void Engine::Impl::commit(const scheduler::StepPlan& plan) {
+void Engine::Impl::commit(const scheduler::StepPlan& plan, const executor::ForwardBatch& batch) {
     const auto vocab = static_cast<size_t>(runner_->model_config().vocab_size);
+    size_t next_row = 0;  // a chunk has one logit row, or one per token (all_logits)
     for (size_t i = 0; i < plan.chunks.size(); ++i) {
         const auto& chunk = plan.chunks[i];
         Sequence& seq = *by_id_.at(chunk.seq->id);
         const bool samples = chunk.samples();
+        const size_t first_row = next_row;
+        next_row += batch.seqs[i].all_logits ? static_cast<size_t>(chunk.num_tokens) : 1;
+        if (batch.seqs[i].all_logits) {
+            CHECK(!ids_step_);
+            record_prompt_logprobs(seq, std::span<const float>(logits_).subspan(first_row * vocab, chunk.num_tokens * vocab));
+        }
+        const size_t i_row = next_row - 1;  // the chunk's last token: its logits give the next token
         seq.state.num_tokens_cached += chunk.num_tokens;
         if (!samples || seq.state.status == scheduler::SeqStatus::kFinished) continue;
+        if (seq.request.max_tokens == 0) {
+            finish(seq, FinishReason::kLength, {}, {});  // the prompt only
+            continue;
+        }
         int32_t token = 0;
         std::optional<sampling::TokenLogprobs> logprobs;
         const int num_logprobs = seq.request.num_logprobs;
         if (ids_step_) {
-            token = step_ids_[i];
-            if (num_logprobs >= 0) logprobs = runner_->step_logprobs()[i];
+            token = step_ids_[i_row];
+            if (num_logprobs >= 0) logprobs = runner_->step_logprobs()[i_row];
         } else {
-            std::span<float> row(logits_.data() + i * vocab, vocab);
+            std::span<float> row(logits_.data() + i_row * vocab, vocab);
             if (seq.matcher && !apply_grammar_mask(seq, row)) {
                 finish(seq, FinishReason::kStop, {}, {});  // no token can follow (a complete match)
                 continue;
@@ -192,6 +211,19 @@ void Engine::Impl::commit(const scheduler::StepPlan& plan) {
         seq.tokens.push_back(token);
         seq.state.num_tokens++;
         on_token(seq, token, logprobs ? &*logprobs : nullptr);
+    }
+}
+
+// Row j of `rows` holds the logits after the chunk's token j, at position num_tokens_cached + j: the
+// distribution of prompt token num_tokens_cached + j + 1.
+void Engine::Impl::record_prompt_logprobs(Sequence& seq, std::span<const float> rows) {
+    const auto vocab = static_cast<size_t>(runner_->model_config().vocab_size);
+    const int first = seq.state.num_tokens_cached;
+    for (size_t j = 0; (j + 1) * vocab <= rows.size(); ++j) {
+        const int target = first + static_cast<int>(j) + 1;
+        if (target >= seq.num_prompt_tokens()) break;
+        seq.prompt_logprobs[static_cast<size_t>(target)] = sampling::compute_logprobs(
+            rows.subspan(j * vocab, vocab), seq.tokens[static_cast<size_t>(target)], seq.request.num_prompt_logprobs);
     }
 }
 
@@ -221,7 +253,7 @@ void Engine::Impl::on_token(Sequence& seq, int32_t token, const sampling::TokenL
     }
     seq.tokens[static_cast<size_t>(at)] = token;
     seq.num_tokens_known++;
-    if (blocks_.prefix_caching()) seq.extend_block_keys(blocks_.block_size_tokens());
+    if (blocks_.prefix_caching() && seq.caches_prefix()) seq.extend_block_keys(blocks_.block_size_tokens());
     bool stopped = false, filtered = false;
     std::string text = seq.stop_matcher.push(seq.detokenizer.push(token), stopped);
     text = seq.filter_matcher.push(text, filtered);
@@ -252,6 +284,12 @@ void Engine::Impl::emit(Sequence& seq, std::vector<int32_t> token_ids, std::stri
     ev.text = std::move(text);
     ev.finish = finish;
     ev.num_prompt_tokens = seq.num_prompt_tokens();
+    if (seq.request.num_prompt_logprobs >= 0 && !seq.prompt_logprobs_sent &&
+        seq.state.num_tokens_cached >= seq.num_prompt_tokens()) {
+        ev.prompt_logprobs.assign(std::make_move_iterator(seq.prompt_logprobs.begin() + 1),
+                                  std::make_move_iterator(seq.prompt_logprobs.end()));
+        seq.prompt_logprobs_sent = true;
+    }
     ev.num_generated_tokens = seq.num_generated_tokens();
     ev.num_cached_tokens = std::max(seq.state.num_prefix_hit_tokens, 0);
     if (seq.first_token_time != Clock::time_point{}) {

@@ -86,7 +86,9 @@ private:
     // Runs the step's forward pass; the runner picks the tokens (ids_step_) when every row is plain
     // greedy, or when it samples on the device and no row needs penalties; else logits come back.
     void run_forward(const scheduler::StepPlan& plan, const executor::ForwardBatch& batch);
-    void commit(const scheduler::StepPlan& plan);
+    void commit(const scheduler::StepPlan& plan, const executor::ForwardBatch& batch);
+    // The prompt logprobs that a chunk's logit rows (all_logits, host logits) give.
+    void record_prompt_logprobs(Sequence& seq, std::span<const float> rows);
 
     // Pipelined step: plan and submit step N + 1, then collect and process step N.
     void pipelined_step();

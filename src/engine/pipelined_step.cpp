@@ -41,6 +41,7 @@ bool Engine::Impl::every_runner_picked() const {
         if (seq->state.status == scheduler::SeqStatus::kFinished) return true;
         // A grammar row is picked on the device with its mask (pick_masked), never by the host argmax.
         const bool on_device = runner_->samples_on_device() && seq->sampler.device_samplable();
+        if (seq->runs_on_host_logits()) return false;
         return on_device || (!seq->matcher && seq->request.sampling.is_plain_greedy());
     });
 }

@@ -44,6 +44,9 @@ struct TokenEvent {
     double ttft_ms = 0;              // arrival to first token; set once a token exists
     // [token_ids.size()] when the request asked for logprobs (Request::num_logprobs >= 0), else empty.
     std::vector<sampling::TokenLogprobs> logprobs;
+    // On the request's first event when it asked for prompt logprobs (Request::num_prompt_logprobs >= 0):
+    // [num_prompt_tokens - 1], entry i for prompt token i + 1 (the first token has none); else empty.
+    std::vector<sampling::TokenLogprobs> prompt_logprobs;
 };
 
 // Receives one request's events. Called on the engine thread only: implementations must not block
@@ -58,7 +61,7 @@ struct Request {
     RequestId id;
     std::vector<int32_t> prompt;             // [num_prompt_tokens], already templated and tokenized
     sampling::SamplingParams sampling;
-    int max_tokens = 16;                     // generated tokens at most (>= 1)
+    int max_tokens = 16;                     // generated tokens at most; 0: the prompt only (its logprobs)
     std::vector<std::string> stop;           // stop strings; never part of the output
     std::vector<int32_t> stop_token_ids;     // EOS and friends; not part of the output
     int priority = 0;                        // lower runs first (vLLM convention); ages with waiting time
@@ -70,6 +73,10 @@ struct Request {
     // >= 0: each generated token's logprobs (sampling/logprobs.h: the raw distribution) with this many
     // of the most likely tokens (at most sampling::kMaxTopLogprobs); -1: none.
     int num_logprobs = -1;
+    // >= 0: the logprobs of the prompt's tokens (each under the model's distribution after the tokens
+    // before it) with this many top entries, on the first event. Such a request computes its whole
+    // prompt (no prefix-cache hit) in synchronous host-logits steps; -1: none.
+    int num_prompt_logprobs = -1;
     // Constrained decoding (response_format, grammar): every generated token is one the grammar allows
     // after the ones before; an EOS id only where the text so far is a complete match. Both set or
     // neither; grammar_vocab is the model's vocabulary (one per server).

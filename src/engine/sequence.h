@@ -34,6 +34,17 @@ struct Sequence {
     }
 
     int num_prompt_tokens() const { return static_cast<int>(request.prompt.size()); }
+    // Whether the next forward pass over this sequence needs the logits of every prompt token it
+    // computes (prompt logprobs not yet sent), not just the last token's.
+    bool needs_prompt_logits() const {
+        return request.num_prompt_logprobs >= 0 && !prompt_logprobs_sent && state.num_tokens_cached < num_prompt_tokens();
+    }
+    // Whether the runner may pick this sequence's tokens: false while its prompt logits are wanted and
+    // for a request of no tokens (max_tokens 0), whose steps run on host logits.
+    bool runs_on_host_logits() const { return needs_prompt_logits() || request.max_tokens == 0; }
+    // Whether its blocks take part in the prefix cache: not for prompt logprobs, which need every
+    // prompt token computed.
+    bool caches_prefix() const { return request.num_prompt_logprobs < 0; }
     // Appends the prefix-cache keys of blocks whose tokens are all known now (prefix cache on).
     void extend_block_keys(int block_size) {
         auto& keys = state.block_keys;
@@ -74,6 +85,11 @@ struct Sequence {
     // Such a sequence is sampled on the host from a masked logits row, in synchronous steps.
     std::unique_ptr<grammar::GrammarMatcher> matcher;
     std::vector<uint32_t> mask;   // scratch: the next token's bitmask
+    // Prompt logprobs (request.num_prompt_logprobs >= 0): [num_prompt_tokens], entry p for prompt token
+    // p (p >= 1), filled as the prefill computes them (again after a preemption); sent once, with the
+    // first event.
+    std::vector<sampling::TokenLogprobs> prompt_logprobs;
+    bool prompt_logprobs_sent = false;
 };
 
 }  // namespace hichat::engine

@@ -24,6 +24,10 @@ public:
         std::lock_guard<std::mutex> lock(mu_);
         tokens.insert(tokens.end(), ev.token_ids.begin(), ev.token_ids.end());
         logprobs.insert(logprobs.end(), ev.logprobs.begin(), ev.logprobs.end());
+        if (!ev.prompt_logprobs.empty()) {
+            prompt_logprobs = std::move(ev.prompt_logprobs);
+            prompt_logprobs_event = num_events;
+        }
         text += ev.text;
         ++num_events;
         if (ev.finish != FinishReason::kNone) {
@@ -40,6 +44,8 @@ public:
     }
     std::vector<int32_t> tokens;
     std::vector<sampling::TokenLogprobs> logprobs;
+    std::vector<sampling::TokenLogprobs> prompt_logprobs;
+    int prompt_logprobs_event = -1;  // the event that carried them
     std::string text;
     FinishReason finish = FinishReason::kNone;
     int num_generated = 0, num_events = 0, num_cached = 0;

@@ -196,6 +196,81 @@ TEST_P(LogprobsTest, RunnerLogprobsAreTheStepsLogSoftmax) {
     }
 }
 
+// Prompt logprobs (completions' echo): entry p - 1 is prompt token p's logprobs under the logits of
+// position p - 1, for a prompt prefilled in three chunks, with the same prompt already in the prefix
+// cache (a prompt-logprobs request computes it all again); they come with the first event, and the
+// generated tokens are those of the same request without them.
+TEST_P(LogprobsTest, PromptLogprobsAreEachPromptTokensLogSoftmax) {
+    scheduler::SchedulerConfig sc;
+    sc.max_num_seqs = 4;
+    sc.max_num_tokens_per_step = 64;
+    sc.prefill_chunk_tokens = 16;
+    Engine e(runner(), *tokenizer_, {.scheduler = sc, .overlap = overlap()});
+    auto plain = run(e, 0.0f, 3, 6);
+    ASSERT_EQ(plain->tokens.size(), 6u);
+
+    auto sink = std::make_shared<CollectingSink>();
+    Request r;
+    r.id = {next_id_++};
+    r.prompt.assign(ids_.begin(), ids_.begin() + 40);
+    r.sampling.temperature = 0.0f;
+    r.max_tokens = 6;
+    r.num_logprobs = 3;
+    r.num_prompt_logprobs = 5;
+    r.sink = sink;
+    ASSERT_EQ(e.submit(std::move(r)), Engine::Admission::kAccepted);
+    ASSERT_TRUE(sink->wait());
+    EXPECT_EQ(sink->num_cached, 0) << "no prefix-cache hit for prompt logprobs";
+    EXPECT_EQ(sink->prompt_logprobs_event, 0) << "with the first event";
+    ASSERT_EQ(sink->prompt_logprobs.size(), 39u);
+    if (device() == executor::DeviceKind::kCpu) {
+        EXPECT_EQ(sink->tokens, plain->tokens);
+    }
+    expect_matches_reference(*sink, 3, tolerance(device()));
+
+    auto ref = runner();
+    const std::vector<int32_t> prompt(ids_.begin(), ids_.begin() + 40);
+    const std::vector<int32_t> table = executor::identity_block_table(40, 16);
+    executor::ForwardBatch batch;
+    batch.seqs.push_back({.block_table = table, .pos0 = 0, .tokens = prompt, .all_logits = true});
+    std::vector<float> logits;
+    ref->forward(batch, logits);
+    const auto vocab = static_cast<size_t>(checkpoint_->config().vocab_size);
+    // CUDA prefills the chunks of the engine and the one pass of the reference alike, in bf16.
+    const double tol = device() == executor::DeviceKind::kCpu ? 1e-4 : 2e-2;
+    for (size_t p = 1; p < 40; ++p) {
+        const sampling::TokenLogprobs want =
+            sampling::compute_logprobs({logits.data() + (p - 1) * vocab, vocab}, prompt[p], 5);
+        const sampling::TokenLogprobs& got = sink->prompt_logprobs[p - 1];
+        EXPECT_NEAR(got.chosen, want.chosen, tol) << "prompt token " << p;
+        ASSERT_EQ(got.num_top, 5);
+        for (int k = 0; k < 5; ++k) EXPECT_NEAR(got.top_logprobs[k], want.top_logprobs[k], tol) << p << " rank " << k;
+    }
+}
+
+// max_tokens 0: the prompt is computed, its logprobs come back, nothing is generated.
+TEST_P(LogprobsTest, NoTokensAskedGivesThePromptLogprobsOnly) {
+    Engine e = make_engine();
+    auto sink = std::make_shared<CollectingSink>();
+    Request r;
+    r.id = {next_id_++};
+    r.prompt.assign(ids_.begin(), ids_.begin() + 20);
+    r.max_tokens = 0;
+    r.num_prompt_logprobs = 0;
+    r.sink = sink;
+    ASSERT_EQ(e.submit(std::move(r)), Engine::Admission::kAccepted);
+    ASSERT_TRUE(sink->wait());
+    EXPECT_EQ(sink->finish, FinishReason::kLength);
+    EXPECT_TRUE(sink->tokens.empty());
+    ASSERT_EQ(sink->prompt_logprobs.size(), 19u);
+    for (const auto& lp : sink->prompt_logprobs) {
+        EXPECT_EQ(lp.num_top, 0);
+        EXPECT_LE(lp.chosen, 0.0f);
+    }
+    auto after = run(e, 0.0f, -1, 3);  // the engine goes on
+    EXPECT_EQ(after->tokens.size(), 3u);
+}
+
 std::string param_name(const ::testing::TestParamInfo<LogprobsTest::ParamType>& info) {
     return std::string(std::get<0>(info.param) == executor::DeviceKind::kCuda ? "cuda" : "cpu") +
            (std::get<1>(info.param) == StepOverlap::kOn ? "_pipelined" : "");
