@@ -42,6 +42,14 @@ curl -s http://127.0.0.1:18791/v1/completions -H 'Content-Type: application/json
   -d "{\"model\":\"m8b\",\"prompt\":\"List:\",\"max_tokens\":400,\"temperature\":1,\"seed\":2,${rf:1:-1}}" > $OUT/sample.json
 python3 -c "
 import json,sys; r=json.load(open('$OUT/sample.json')); t=r['choices'][0]['text']; print('sample finish', r['choices'][0]['finish_reason'], 'chars', len(t)); print(t[:300])" > $OUT/sample.txt 2>&1
+curl -s http://127.0.0.1:18791/v1/completions -H 'Content-Type: application/json' \
+  -d '{"model":"m8b","prompt":"The capital of France is","max_tokens":4,"temperature":0,"echo":true,"logprobs":2}' > $OUT/echo.json
+python3 -c "
+import json; r=json.load(open('$OUT/echo.json')); c=r['choices'][0]; lp=c['logprobs']
+ok = c['text'].startswith('The capital of France is') and len(lp['tokens']) == r['usage']['prompt_tokens'] + 4 \
+     and lp['token_logprobs'][0] is None and all(v <= 0 for v in lp['token_logprobs'][1:])
+print('echo+logprobs', 'OK' if ok else 'BAD', 'tokens', len(lp['tokens']), 'prompt', r['usage']['prompt_tokens'])" > $OUT/echo.txt 2>&1
+row "completions echo + logprobs (8B, cuda)" "$(cat $OUT/echo.txt | tr '\n' ' ')"
 kill $pid; wait $pid 2>/dev/null
 printf '%s\n' "${rows[@]}" | tee $OUT/table.txt
 cat $OUT/sample.txt

@@ -95,6 +95,15 @@ void GenerationSink::append_logprobs(Choice& c, const engine::TokenEvent& event,
     }
 }
 
+std::string GenerationSink::take_echo(Choice& c, const engine::TokenEvent& event, nlohmann::ordered_json* lp) {
+    if (!echo_ || c.echoed) return {};
+    c.echoed = true;
+    if (logprobs_ && lp != nullptr) {
+        logprobs_->append_completion_prompt(echo_->prompt_ids, event.prompt_logprobs, echo_->text, c.text_offset, *lp);
+    }
+    return echo_->text;
+}
+
 std::shared_ptr<engine::TokenSink> GenerationSink::choice_sink(int index) {
     CHECK(index >= 0 && static_cast<size_t>(index) < choices_.size()) << "choice " << index;
     return std::make_shared<ChoiceSink>(shared_from_this(), index);
@@ -123,6 +132,7 @@ bool GenerationSink::merge(int index, const engine::TokenEvent& event) {
         if (stream_) {
             write_delta(index, event);
         } else {
+            c.text += take_echo(c, event, &c.logprobs);
             c.text += event.text;
             if (logprobs_) append_logprobs(c, event, c.logprobs);
             if (c.tools && event.finish != engine::FinishReason::kNone) split_tool_calls(c);
@@ -167,13 +177,15 @@ void GenerationSink::write_delta(int index, const engine::TokenEvent& event) {
     }
     Choice& c = choices_[static_cast<size_t>(index)];
     if (c.tools) return write_reply_parts(index, event);
-    if (logprobs_ && !event.token_ids.empty()) {  // the slow path: the whole chunk built as JSON
-        nlohmann::ordered_json lp = empty_logprobs();
+    nlohmann::ordered_json lp = logprobs_ ? empty_logprobs() : nlohmann::ordered_json();
+    const bool echoes = echo_ && !c.echoed;
+    const std::string text = take_echo(c, event, &lp) + event.text;
+    if (logprobs_ && (echoes || !event.token_ids.empty())) {  // the slow path: the whole chunk built as JSON
         append_logprobs(c, event, lp);
-        writer_->write(delta_chunk_with_logprobs(ids_, index, event.text, c.first_chunk, lp));
+        writer_->write(delta_chunk_with_logprobs(ids_, index, text, c.first_chunk, lp));
         c.first_chunk = false;
-    } else if (!event.token_ids.empty() || !event.text.empty()) {
-        writer_->write(delta_chunk(c.delta_format, event.text, c.first_chunk));
+    } else if (echoes || !event.token_ids.empty() || !text.empty()) {
+        writer_->write(delta_chunk(c.delta_format, text, c.first_chunk));
         c.first_chunk = false;
     }
 }

@@ -69,6 +69,13 @@ public:
     // Run once, on the engine thread and outside the lock, when a child ends with an error while others
     // still run: it cancels them (Engine::cancel of every child). Set before the children are submitted.
     void set_cancel_children(std::function<void()> cancel) { cancel_children_ = std::move(cancel); }
+    // Completions with echo: every choice starts with the prompt's text (and, with logprobs, the prompt's
+    // tokens: their logprobs come with each child's first event). Set before the children are submitted.
+    struct Echo {
+        std::string text;
+        std::vector<int32_t> prompt_ids;
+    };
+    void set_echo(Echo echo) { echo_ = std::move(echo); }
 
 private:
     struct Choice {
@@ -86,6 +93,7 @@ private:
         std::optional<ToolCallStream> tools;  // requests with tools: splits the reply into content and calls
         std::vector<ToolCall> tool_calls;     // non-streamed: the reply's calls
         int num_streamed_calls = 0;           // streamed: the calls written so far
+        bool echoed = false;                  // echo: the prompt is in the choice's text
     };
 
     // Returns whether the other children must be cancelled (this one ended the response with an error).
@@ -102,6 +110,9 @@ private:
     // Appends the event's token entries to `out` (the endpoint's logprobs object).
     void append_logprobs(Choice& choice, const engine::TokenEvent& event, nlohmann::ordered_json& out) const;
     nlohmann::ordered_json empty_logprobs() const;
+    // Echo, at a choice's first event: the prompt's text (returned) and its tokens' logprobs (into `lp`
+    // when the request asked for logprobs). Empty once the choice has it, or without echo.
+    std::string take_echo(Choice& choice, const engine::TokenEvent& event, nlohmann::ordered_json* lp);
     // The whole request's figures as one final event: prompt tokens once, completion tokens summed, the
     // first token of any choice.
     engine::TokenEvent totals() const;
@@ -116,6 +127,7 @@ private:
     std::chrono::steady_clock::time_point arrival_;
     std::function<void()> cancel_children_;
     std::optional<LogprobsJson> logprobs_;   // set when the request asked for logprobs
+    std::optional<Echo> echo_;
 
     std::mutex mu_;                  // guards everything below
     std::vector<Choice> choices_;    // [num_choices]

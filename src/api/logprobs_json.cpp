@@ -71,6 +71,22 @@ void LogprobsJson::append_completion(std::span<const int32_t> ids, std::span<con
     }
 }
 
+void LogprobsJson::append_completion_prompt(std::span<const int32_t> ids,
+                                            std::span<const sampling::TokenLogprobs> prompt_logprobs,
+                                            const std::string& prompt_text, int64_t& text_offset, Json& out) const {
+    int64_t offset = 0;
+    if (!ids.empty()) {
+        const std::string text = token_text(ids[0], nullptr);
+        out["tokens"].push_back(text);
+        out["token_logprobs"].push_back(nullptr);
+        out["top_logprobs"].push_back(nullptr);
+        out["text_offset"].push_back(offset);
+        offset += code_points(text);
+        append_completion(ids.subspan(1), prompt_logprobs, offset, out);
+    }
+    text_offset = code_points(prompt_text);
+}
+
 Json LogprobsJson::empty_chat() { return {{"content", Json::array()}, {"refusal", nullptr}}; }
 
 Json LogprobsJson::empty_completion() {

@@ -29,6 +29,13 @@ public:
     // next token starts and moves past the tokens appended.
     void append_completion(std::span<const int32_t> ids, std::span<const sampling::TokenLogprobs> logprobs,
                            int64_t& text_offset, nlohmann::ordered_json& out) const;
+    // Completions with echo: the prompt's tokens first, the first with null logprobs (nothing precedes
+    // it), the others from prompt_logprobs ([ids.size() - 1], engine::TokenEvent::prompt_logprobs),
+    // their offsets from 0; `text_offset` is then where the echoed prompt text ends (the completion's
+    // tokens count from there).
+    void append_completion_prompt(std::span<const int32_t> ids, std::span<const sampling::TokenLogprobs> prompt_logprobs,
+                                  const std::string& prompt_text, int64_t& text_offset,
+                                  nlohmann::ordered_json& out) const;
 
     static nlohmann::ordered_json empty_chat();        // {"content": [], "refusal": null}
     static nlohmann::ordered_json empty_completion();  // {"tokens": [], "token_logprobs": [], ...}

@@ -81,7 +81,7 @@ constexpr std::array kChatOnlyRules = std::to_array<FieldRule>({
 constexpr std::array kCompletionOnlyRules = std::to_array<FieldRule>({
     {"prompt", kImplemented},
     {"best_of", kRefused, is_one, "1"},
-    {"echo", kRefused, is_false, "false"},
+    {"echo", kImplemented},
     {"logprobs", kImplemented},  // an integer: even 0 asks for the sampled token's logprob
     {"response_format", kImplemented},  // vLLM's extension: as on chat
     {"suffix", kRefused, is_empty_string, "\"\""},

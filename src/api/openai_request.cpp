@@ -253,6 +253,13 @@ void parse_prompt(Parser& p) {
     p.fail("prompt", "prompt must be a string, an array of one string, or an array of token ids");
 }
 
+// Completions `echo`: the prompt comes back before the completion (with its logprobs when logprobs is
+// asked); max_tokens may then be 0, for the prompt alone (how evaluation harnesses score text).
+void parse_echo(Parser& p) {
+    if (p.out.endpoint != Endpoint::kCompletions) return;
+    p.boolean("echo", p.out.echo);
+}
+
 void parse_stop(Parser& p) {
     const Json* stop = p.field("stop");
     if (stop == nullptr) return;
@@ -396,8 +403,8 @@ void parse_logit_bias(Parser& p) {
 void parse_limits_and_options(Parser& p) {
     int64_t max_tokens = -1;
     const char* max_name = p.field("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
-    p.integer(max_name, max_tokens, 1, INT32_MAX);
-    if (max_tokens > 0) p.out.max_tokens = static_cast<int>(max_tokens);
+    p.integer(max_name, max_tokens, p.out.echo ? 0 : 1, INT32_MAX);
+    if (max_tokens >= 0) p.out.max_tokens = static_cast<int>(max_tokens);
     p.out.max_tokens_field = max_name;
     int64_t n = 1;
     p.integer("n", n, 1, kMaxChoices);
@@ -585,6 +592,7 @@ std::optional<ApiError> parse_fields(Endpoint endpoint, const Json& json, Genera
         parse_messages(p);
     } else {
         parse_prompt(p);
+        if (!p.failed()) parse_echo(p);
     }
     if (!p.failed()) parse_stop(p);
     if (!p.failed()) parse_sampling(p);

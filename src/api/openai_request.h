@@ -27,7 +27,8 @@ struct GenerationRequest {
     std::vector<int32_t> prompt_ids;                  // completions given token ids instead
     sampling::SamplingParams sampling;                // logit_bias ids checked against the vocabulary later
     int n = 1;                                        // choices: the engine runs n children (seeds seed + i)
-    std::optional<int> max_tokens;                    // unset: as many as the context allows
+    std::optional<int> max_tokens;                    // unset: as many as the context allows; 0 only with echo
+    bool echo = false;                                // completions: the prompt (and its logprobs) first
     std::string max_tokens_field = "max_tokens";      // the name the client gave it (for errors)
     std::vector<std::string> stop;
     bool stream = false;

@@ -369,6 +369,7 @@ std::vector<engine::Request> OpenAiService::make_engine_requests(PendingGenerati
     // Keys never share cached KV (a shared prefix's timing would leak it); with no keys all share.
     r.cache_salt = job.key ? job.key->value : "";
     r.num_logprobs = g.num_logprobs;
+    if (g.echo && g.num_logprobs >= 0) r.num_prompt_logprobs = g.num_logprobs;
     r.arrival = job.arrival;  // time in the pool counts towards the deadline and the TTFT
     if (config_.request_timeout_s > 0) r.deadline = r.arrival + std::chrono::seconds(config_.request_timeout_s);
     const std::string id = request_id_text(job.endpoint, r.id.value);
@@ -380,6 +381,10 @@ std::vector<engine::Request> OpenAiService::make_engine_requests(PendingGenerati
         g.num_logprobs >= 0 ? std::optional<LogprobsJson>(LogprobsJson(*deps_.tokenizer, g.num_logprobs)) : std::nullopt,
         g.tools.active() ? std::optional<ToolOutput>(ToolOutput{deps_.prompts->tool_format(), g.tools.names, g.tools.parallel})
                          : std::nullopt);
+    if (g.echo) {
+        sink->set_echo({.text = g.prompt_ids.empty() ? g.prompt : deps_.tokenizer->decode(g.prompt_ids),
+                        .prompt_ids = r.prompt});
+    }
     std::vector<engine::Request> children(static_cast<size_t>(g.n), r);
     for (int i = 0; i < g.n; ++i) {
         engine::Request& child = children[static_cast<size_t>(i)];

@@ -116,13 +116,24 @@ TEST(OpenAiFields, RealisticRequestsForMissingFeaturesAreRefused) {
                            std::string(name) + "=" + value);
     }
     const std::pair<const char*, const char*> completions[] = {
-        {"echo", "true"}, {"best_of", "2"},
+        {"best_of", "2"},
         {"suffix", R"("tail")"},
     };
     for (const auto& [name, value] : completions) {
         expect_unsupported(parse(Endpoint::kCompletions, std::string(",\"") + name + "\":" + value), name,
                            std::string(name) + "=" + value);
     }
+    // echo is implemented on completions: max_tokens may then be 0 (the prompt alone), never without it.
+    GenerationRequest echo;
+    EXPECT_FALSE(parse(Endpoint::kCompletions, R"(,"echo":true,"max_tokens":0)", echo));
+    EXPECT_TRUE(echo.echo);
+    EXPECT_EQ(echo.max_tokens, 0);
+    auto no_echo = parse(Endpoint::kCompletions, R"(,"max_tokens":0)");
+    ASSERT_TRUE(no_echo);
+    EXPECT_EQ(no_echo->param, "max_tokens");
+    auto bad_echo = parse(Endpoint::kCompletions, R"(,"echo":"yes")");
+    ASSERT_TRUE(bad_echo);
+    EXPECT_EQ(bad_echo->param, "echo");
     auto fractional_n = parse(Endpoint::kCompletions, R"(,"n":1.5)");
     ASSERT_TRUE(fractional_n);
     EXPECT_EQ(fractional_n->message, "n must be an integer, got 1.5");

@@ -34,6 +34,23 @@ function scoreLastRow(ids) {
   return { lp, order };
 }
 
+// The log-softmax of every row of `hichat score` over `ids` (float64).
+function scoreAllRows(ids) {
+  const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'hichat-score-')), 'logits.f32');
+  execFileSync(BIN, ['score', '--model', modelDir, '--ids', ids.join(','), '--out', out, '--device', 'cpu',
+    '--threads', '2'], { stdio: ['ignore', 'ignore', 'pipe'] });
+  const all = new Float32Array(fs.readFileSync(out).buffer.slice(0));
+  const vocab = all.length / ids.length;
+  const rows = [];
+  for (let r = 0; r < ids.length; ++r) {
+    const row = Array.from(all.subarray(r * vocab, (r + 1) * vocab));
+    const max = Math.max(...row);
+    const lse = max + Math.log(row.reduce((s, v) => s + Math.exp(v - max), 0));
+    rows.push(row.map((v) => v - lse));
+  }
+  return rows;
+}
+
 async function post(pathname, body) {
   const res = await fetch(`${server.url}${pathname}`, {
     method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body),
@@ -60,6 +77,55 @@ test('completions: token_logprobs and top_logprobs equal the log-softmax of hich
     assert.ok(Math.abs(top[0] - best[0]) <= 1e-4);
     ids.push(best[1]);  // greedy: the next prompt continues with the argmax
   }
+});
+
+test('completions echo: the prompt first, its tokens with the log-softmax of hichat score', async () => {
+  const ids = [...PROMPT_IDS];
+  const { status, json } = await post('/v1/completions', { prompt: ids, max_tokens: 3, temperature: 0, logprobs: 2, echo: true });
+  assert.equal(status, 200, JSON.stringify(json));
+  const c = json.choices[0];
+  const promptText = Buffer.from(ids).toString('latin1');  // byte tokenizer: ids below 128 are ASCII bytes
+  assert.ok(c.text.startsWith(promptText), JSON.stringify(c.text));
+  const lp = c.logprobs;
+  assert.equal(lp.tokens.length, ids.length + 3);
+  assert.equal(lp.token_logprobs[0], null, 'nothing precedes the first token');
+  assert.equal(lp.top_logprobs[0], null);
+  assert.equal(lp.tokens.slice(0, ids.length).join(''), promptText);
+  const rows = scoreAllRows(ids);  // causal: the prompt's rows do not depend on what follows
+  for (let p = 1; p < ids.length; ++p) {
+    const want = rows[p - 1][ids[p]];
+    assert.ok(Math.abs(lp.token_logprobs[p] - want) <= 1e-4, `prompt token ${p}: ${lp.token_logprobs[p]} vs ${want}`);
+    const top = Object.values(lp.top_logprobs[p]);
+    assert.ok(top.length >= 2 && top.length <= 3, JSON.stringify(lp.top_logprobs[p]));
+  }
+  for (let i = 0; i < lp.text_offset.length; ++i) {
+    if (i > 0) assert.ok(lp.text_offset[i] >= lp.text_offset[i - 1], 'offsets grow');
+  }
+  assert.equal(lp.text_offset[ids.length], promptText.length, 'the completion starts after the echoed prompt');
+  assert.equal(json.usage.prompt_tokens, ids.length);
+  assert.equal(json.usage.completion_tokens, 3);
+});
+
+test('completions echo with max_tokens 0: the prompt alone; streamed the same; max_tokens 0 needs echo', async () => {
+  const body = { prompt: 'Hello there', max_tokens: 0, echo: true, logprobs: 0 };
+  const { status, json } = await post('/v1/completions', body);
+  assert.equal(status, 200, JSON.stringify(json));
+  assert.equal(json.choices[0].text, 'Hello there');
+  assert.equal(json.choices[0].finish_reason, 'length');
+  assert.equal(json.usage.completion_tokens, 0);
+  assert.equal(json.choices[0].logprobs.tokens.length, json.usage.prompt_tokens);
+  for (const v of json.choices[0].logprobs.token_logprobs.slice(1)) assert.ok(v <= 0);
+
+  const whole = await client.completions.create({ model: 'tiny', prompt: 'Once', max_tokens: 5, temperature: 0, echo: true, n: 2 });
+  for (const c of whole.choices) assert.ok(c.text.startsWith('Once'));
+  const stream = await client.completions.create({ model: 'tiny', prompt: 'Once', max_tokens: 5, temperature: 0, echo: true, stream: true });
+  let text = '';
+  for await (const chunk of stream) text += chunk.choices[0]?.text ?? '';
+  assert.equal(text, whole.choices[0].text);
+
+  const bad = await post('/v1/completions', { prompt: 'Hi', max_tokens: 0 });
+  assert.equal(bad.status, 400);
+  assert.equal(bad.json.error.param, 'max_tokens');
 });
 
 test('chat: logprobs.content entries, sorted top lists, tokens equal their bytes', async () => {
