@@ -197,10 +197,14 @@ void GenerationSink::write_reply_parts(int index, const engine::TokenEvent& even
         for (ReplyPart& p : c.tools->finish()) parts.push_back(std::move(p));
     }
     for (const ReplyPart& p : parts) {
-        if (p.call) {
-            writer_->write(tool_call_chunks(ids_, index, c.num_streamed_calls++, *p.call, c.first_chunk));
-        } else {
-            writer_->write(delta_chunk(c.delta_format, p.content, c.first_chunk));
+        switch (p.kind) {
+            case ReplyPart::Kind::kContent: writer_->write(delta_chunk(c.delta_format, p.text, c.first_chunk)); break;
+            case ReplyPart::Kind::kCallStart:
+                writer_->write(tool_call_start_chunk(ids_, index, p.call_index, p.id, p.name, c.first_chunk));
+                break;
+            case ReplyPart::Kind::kArguments:
+                writer_->write(tool_call_arguments_chunk(ids_, index, p.call_index, p.text));
+                break;
         }
         c.first_chunk = false;
     }
@@ -211,10 +215,10 @@ void GenerationSink::split_tool_calls(Choice& c) {
     for (ReplyPart& p : c.tools->finish()) parts.push_back(std::move(p));
     c.text.clear();
     for (ReplyPart& p : parts) {
-        if (p.call) {
-            c.tool_calls.push_back(std::move(*p.call));
-        } else {
-            c.text += p.content;
+        switch (p.kind) {
+            case ReplyPart::Kind::kContent: c.text += p.text; break;
+            case ReplyPart::Kind::kCallStart: c.tool_calls.push_back({.id = p.id, .name = p.name, .arguments = ""}); break;
+            case ReplyPart::Kind::kArguments: c.tool_calls.at(static_cast<size_t>(p.call_index)).arguments += p.text; break;
         }
     }
 }

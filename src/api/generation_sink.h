@@ -92,7 +92,6 @@ private:
         int64_t text_offset = 0;          // completions logprobs: code points of the tokens so far
         std::optional<ToolCallStream> tools;  // requests with tools: splits the reply into content and calls
         std::vector<ToolCall> tool_calls;     // non-streamed: the reply's calls
-        int num_streamed_calls = 0;           // streamed: the calls written so far
         bool echoed = false;                  // echo: the prompt is in the choice's text
     };
 

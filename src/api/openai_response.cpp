@@ -126,17 +126,22 @@ std::string delta_chunk_with_logprobs(const ResponseIds& ids, int index, std::st
     return sse(j);
 }
 
-std::string tool_call_chunks(const ResponseIds& ids, int index, int call_index, const ToolCall& call, bool first) {
-    Json head = {{"index", call_index}, {"id", call.id}, {"type", "function"},
-                 {"function", {{"name", call.name}, {"arguments", ""}}}};
+std::string tool_call_start_chunk(const ResponseIds& ids, int index, int call_index, const std::string& id,
+                                  const std::string& name, bool first) {
+    Json head = {{"index", call_index}, {"id", id}, {"type", "function"},
+                 {"function", {{"name", name}, {"arguments", ""}}}};
     Json delta = {{"tool_calls", Json::array({head})}};
     if (first) delta = {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", Json::array({head})}};
     Json j = envelope(ids, true);
     j["choices"] = Json::array({choice(ids, index, delta, nullptr)});
-    std::string out = sse(j);
-    Json args = {{"index", call_index}, {"function", {{"arguments", call.arguments}}}};
+    return sse(j);
+}
+
+std::string tool_call_arguments_chunk(const ResponseIds& ids, int index, int call_index, std::string_view arguments) {
+    Json args = {{"index", call_index}, {"function", {{"arguments", arguments}}}};
+    Json j = envelope(ids, true);
     j["choices"] = Json::array({choice(ids, index, Json{{"tool_calls", Json::array({args})}}, nullptr)});
-    return out + sse(j);
+    return sse(j);
 }
 
 std::string finish_chunk(const ResponseIds& ids, const std::string& finish_reason, int index) {

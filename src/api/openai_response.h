@@ -57,9 +57,11 @@ std::string delta_chunk(const DeltaChunkFormat& format, std::string_view text, b
 // for the requests that asked for logprobs.
 std::string delta_chunk_with_logprobs(const ResponseIds& ids, int index, std::string_view text, bool first,
                                       const nlohmann::ordered_json& logprobs);
-// The chunks of one tool call of choice `index` (OpenAI's tool-call deltas): the call's index, id, type
-// and name with empty arguments, then the arguments. `first`: the choice's first chunk (role too).
-std::string tool_call_chunks(const ResponseIds& ids, int index, int call_index, const ToolCall& call, bool first);
+// OpenAI's tool-call deltas of choice `index`: a call's start (its index, id, type and name, empty
+// arguments; `first`: the choice's first chunk, with the role), then pieces of its arguments.
+std::string tool_call_start_chunk(const ResponseIds& ids, int index, int call_index, const std::string& id,
+                                  const std::string& name, bool first);
+std::string tool_call_arguments_chunk(const ResponseIds& ids, int index, int call_index, std::string_view arguments);
 // The last content chunk of choice `index`: empty delta, finish_reason set.
 std::string finish_chunk(const ResponseIds& ids, const std::string& finish_reason, int index = 0);
 // The usage chunk of stream_options.include_usage (empty choices).

@@ -87,46 +87,200 @@ std::string ToolCallStream::new_id() {
     return id;
 }
 
+bool ToolCallStream::offers(const std::string& name) const {
+    return std::find(names_.begin(), names_.end(), name) != names_.end();
+}
+
 void ToolCallStream::emit_content(std::string text, std::vector<ReplyPart>& out) {
     if (text.empty()) return;
     // The line breaks between and after calls are the format's, not content.
     if (num_calls_ > 0 && trim(text).empty()) return;
-    if (!out.empty() && !out.back().call) {
-        out.back().content += text;
+    if (!out.empty() && out.back().kind == ReplyPart::Kind::kContent) {
+        out.back().text += text;
     } else {
-        out.push_back({std::move(text), std::nullopt});
+        out.push_back({.kind = ReplyPart::Kind::kContent, .text = std::move(text)});
     }
 }
 
-bool ToolCallStream::emit_calls(std::string_view json, std::vector<ReplyPart>& out) {
-    const Json parsed = Json::parse(trim(json), nullptr, /*allow_exceptions=*/false);
-    if (parsed.is_discarded()) return false;
-    std::vector<const Json*> objects;
-    if (parsed.is_object()) {
-        objects.push_back(&parsed);
-    } else if (parsed.is_array() && format_ == ToolFormat::kMistral && !parsed.empty()) {
-        for (const Json& o : parsed) objects.push_back(&o);
+void ToolCallStream::start_call(std::string name, std::vector<ReplyPart>& out) {
+    out.push_back({.kind = ReplyPart::Kind::kCallStart, .call_index = num_calls_, .id = new_id(), .name = std::move(name)});
+    ++num_calls_;
+    compactor_ = {};
+}
+
+void ToolCallStream::emit_arguments(std::string_view raw, std::vector<ReplyPart>& out) {
+    std::string piece;
+    compactor_.append(raw, piece);
+    if (piece.empty()) return;
+    const int index = num_calls_ - 1;
+    if (!out.empty() && out.back().kind == ReplyPart::Kind::kArguments && out.back().call_index == index) {
+        out.back().text += piece;
     } else {
-        return false;
+        out.push_back({.kind = ReplyPart::Kind::kArguments, .text = std::move(piece), .call_index = index});
     }
-    std::vector<ToolCall> calls;
-    for (const Json* o : objects) {
-        if (!o->is_object()) return false;
-        const auto name = o->find("name");
-        if (name == o->end() || !name->is_string()) return false;
-        if (std::find(names_.begin(), names_.end(), name->get<std::string>()) == names_.end()) return false;
-        auto args = o->find("arguments");
-        if (args == o->end()) args = o->find("parameters");
-        if (args == o->end()) return false;
-        calls.push_back({"", name->get<std::string>(), args->is_string() ? args->get<std::string>() : args->dump()});
+}
+
+void ToolCallStream::open_region(std::string text) {
+    in_region_ = true;
+    region_ = std::move(text);
+    scan_ = Scan::kSeek;
+    // Mistral's region is an array of call objects: the scan starts inside it.
+    at_ = format_ == ToolFormat::kMistral ? skip_json_space(region_, 0) + 1 : 0;
+    region_calls_ = 0;
+}
+
+void ToolCallStream::advance(bool closed, std::vector<ReplyPart>& out) {
+    for (;;) {
+        switch (scan_) {
+            case Scan::kSeek: {
+                const size_t i = skip_json_space(region_, at_);
+                if (i >= region_.size()) return;
+                const char c = region_[i];
+                if (format_ == ToolFormat::kMistral && c == ',') {
+                    at_ = i + 1;
+                    continue;
+                }
+                if (c != '{') {  // Mistral's ']' or anything else: no further call in the region
+                    scan_ = Scan::kDone;
+                    return;
+                }
+                at_ = i;
+                scan_ = Scan::kHead;
+                continue;
+            }
+            case Scan::kHead:
+                scan_head(closed, out);
+                if (scan_ == Scan::kHead) return;
+                continue;
+            case Scan::kArguments: {
+                size_t end = 0;
+                const JsonScan r = scan_json_value(region_, args_at_, end);
+                if (r == JsonScan::kComplete) {
+                    emit_arguments(std::string_view(region_).substr(args_sent_, end - args_sent_), out);
+                    args_sent_ = after_at_ = end;
+                    scan_ = Scan::kAfterArguments;
+                    continue;
+                }
+                if (r == JsonScan::kInvalid) {  // the arguments stand as they went out
+                    scan_ = Scan::kDone;
+                    return;
+                }
+                // All of it belongs to the open value, except what may begin the Hermes closing tag.
+                size_t limit = region_.size();
+                if (format_ == ToolFormat::kHermes && !closed) limit -= partial_marker(region_, kHermesClose);
+                limit = std::max(limit, args_sent_);
+                emit_arguments(std::string_view(region_).substr(args_sent_, limit - args_sent_), out);
+                args_sent_ = limit;
+                return;
+            }
+            case Scan::kAfterArguments: {  // further members, skipped, up to the call object's end
+                const size_t i = skip_json_space(region_, after_at_);
+                if (i >= region_.size()) return;
+                if (region_[i] == '}') {
+                    at_ = i + 1;
+                    scan_ = format_ == ToolFormat::kMistral ? Scan::kSeek : Scan::kDone;
+                    continue;
+                }
+                size_t key_end = 0, value_end = 0;
+                const size_t key = skip_json_space(region_, i + 1);
+                JsonScan r = region_[i] == ',' ? scan_json_string(region_, key, key_end) : JsonScan::kInvalid;
+                const size_t colon = r == JsonScan::kComplete ? skip_json_space(region_, key_end) : 0;
+                if (r == JsonScan::kComplete) {
+                    if (colon >= region_.size()) return;
+                    r = region_[colon] == ':' ? JsonScan::kComplete : JsonScan::kInvalid;
+                }
+                const size_t value = r == JsonScan::kComplete ? skip_json_space(region_, colon + 1) : 0;
+                if (r == JsonScan::kComplete) {
+                    if (value >= region_.size()) return;
+                    r = scan_json_value(region_, value, value_end);
+                }
+                if (r == JsonScan::kIncomplete) return;
+                if (r == JsonScan::kInvalid) {
+                    scan_ = Scan::kDone;
+                    return;
+                }
+                after_at_ = value_end;
+                continue;
+            }
+            case Scan::kWhole:
+                scan_whole(closed, out);
+                if (scan_ == Scan::kWhole) return;
+                continue;
+            case Scan::kDone:
+                return;
+        }
     }
-    for (ToolCall& c : calls) {
-        if (!parallel_ && num_calls_ > 0) break;
-        c.id = new_id();
-        ++num_calls_;
-        out.push_back({"", std::move(c)});
+}
+
+// {"name": "<tool>", "arguments" (or "parameters"): then '{' or '[': the call starts. Any other shape,
+// a tool not offered, or a second call where parallel calls are off: the object is judged whole.
+void ToolCallStream::scan_head(bool closed, std::vector<ReplyPart>& out) {
+    const std::string_view text = region_;
+    size_t i = skip_json_space(text, at_ + 1);
+    bool more = false;  // the text ends inside the head
+    bool shape = true;
+    auto string_at = [&](std::string* decoded) {
+        size_t end = 0;
+        const JsonScan r = i >= text.size() ? JsonScan::kIncomplete : scan_json_string(text, i, end, decoded);
+        more = r == JsonScan::kIncomplete;
+        shape = r == JsonScan::kComplete;
+        if (shape) i = skip_json_space(text, end);
+        return shape;
+    };
+    auto punct = [&](char c) {
+        more = i >= text.size();
+        shape = !more && text[i] == c;
+        if (shape) i = skip_json_space(text, i + 1);
+        return shape;
+    };
+    std::string key, name, args_key;
+    if (string_at(&key) && (shape = key == "name") && punct(':') && string_at(&name) && punct(',') &&
+        string_at(&args_key) && (shape = args_key == "arguments" || args_key == "parameters") && punct(':')) {
+        more = i >= text.size();
+        shape = !more && (text[i] == '{' || text[i] == '[');
     }
-    return true;
+    if (more && !closed) return;
+    if (!shape || more || !offers(name) || (!parallel_ && num_calls_ > 0)) {
+        scan_ = Scan::kWhole;
+        return;
+    }
+    ++region_calls_;
+    start_call(std::move(name), out);
+    args_at_ = args_sent_ = i;
+    scan_ = Scan::kArguments;
+}
+
+// An object of another shape is a call once it is whole, valid JSON naming an offered tool with
+// arguments; a second call with parallel calls off is dropped.
+void ToolCallStream::scan_whole(bool closed, std::vector<ReplyPart>& out) {
+    size_t end = 0;
+    const JsonScan r = scan_json_value(region_, at_, end);
+    if (r == JsonScan::kIncomplete && !closed) return;
+    scan_ = Scan::kDone;
+    if (r != JsonScan::kComplete) return;
+    const Json o = Json::parse(std::string_view(region_).substr(at_, end - at_), nullptr, /*allow_exceptions=*/false);
+    if (!o.is_object()) return;
+    const auto name = o.find("name");
+    if (name == o.end() || !name->is_string() || !offers(name->get<std::string>())) return;
+    auto args = o.find("arguments");
+    if (args == o.end()) args = o.find("parameters");
+    if (args == o.end()) return;
+    ++region_calls_;
+    if (parallel_ || num_calls_ == 0) {
+        start_call(name->get<std::string>(), out);
+        const std::string text = args->is_string() ? args->get<std::string>() : args->dump();
+        if (!text.empty()) out.push_back({.kind = ReplyPart::Kind::kArguments, .text = text, .call_index = num_calls_ - 1});
+    }
+    at_ = end;
+    scan_ = format_ == ToolFormat::kMistral ? Scan::kSeek : Scan::kDone;
+}
+
+void ToolCallStream::close_region(bool tagged, std::vector<ReplyPart>& out) {
+    std::string text = std::exchange(region_, {});
+    in_region_ = false;
+    if (region_calls_ > 0) return;
+    if (format_ == ToolFormat::kHermes) text = std::string(kHermesOpen) + text + (tagged ? std::string(kHermesClose) : "");
+    emit_content(std::move(text), out);
 }
 
 std::vector<ReplyPart> ToolCallStream::push(std::string_view text) {
@@ -135,20 +289,30 @@ std::vector<ReplyPart> ToolCallStream::push(std::string_view text) {
         emit_content(std::string(text), out);
         return out;
     }
-    held_ += text;
     if (format_ != ToolFormat::kHermes) {
-        // The whole reply is a call or it is content, as its first character shows.
+        // The whole reply is a call region or it is content, as its first character shows.
+        if (in_region_) {
+            region_ += text;
+            advance(false, out);
+            return out;
+        }
+        held_ += text;
         if (!decided_) {
             const std::string_view t = trim(held_);
             if (t.empty()) return out;
             decided_ = true;
-            whole_reply_call_ = t.front() == (format_ == ToolFormat::kLlama3 ? '{' : '[');
+            if (t.front() == (format_ == ToolFormat::kLlama3 ? '{' : '[')) {
+                open_region(std::exchange(held_, {}));
+                advance(false, out);
+                return out;
+            }
         }
-        if (!whole_reply_call_) emit_content(std::exchange(held_, {}), out);
+        emit_content(std::exchange(held_, {}), out);
         return out;
     }
+    (in_region_ ? region_ : held_) += text;
     for (;;) {
-        if (!in_call_) {
+        if (!in_region_) {
             const size_t at = held_.find(kHermesOpen);
             if (at == std::string::npos) {
                 const size_t keep = partial_marker(held_, kHermesOpen);
@@ -157,26 +321,30 @@ std::vector<ReplyPart> ToolCallStream::push(std::string_view text) {
                 return out;
             }
             emit_content(held_.substr(0, at), out);
-            held_.erase(0, at + kHermesOpen.size());
-            in_call_ = true;
+            std::string rest = held_.substr(at + kHermesOpen.size());
+            held_.clear();
+            open_region(std::move(rest));
         } else {
-            const size_t at = held_.find(kHermesClose);
-            if (at == std::string::npos) return out;
-            const std::string body = held_.substr(0, at);
-            if (!emit_calls(body, out)) emit_content(std::string(kHermesOpen) + body + std::string(kHermesClose), out);
-            held_.erase(0, at + kHermesClose.size());
-            in_call_ = false;
+            const size_t at = region_.find(kHermesClose);
+            if (at == std::string::npos) {
+                advance(false, out);
+                return out;
+            }
+            held_ = region_.substr(at + kHermesClose.size());
+            region_.resize(at);
+            advance(true, out);
+            close_region(/*tagged=*/true, out);
         }
     }
 }
 
 std::vector<ReplyPart> ToolCallStream::finish() {
     std::vector<ReplyPart> out;
-    std::string rest = std::exchange(held_, {});
-    const bool open_call = format_ == ToolFormat::kHermes ? in_call_ : whole_reply_call_;
-    if (open_call && emit_calls(rest, out)) return out;
-    if (format_ == ToolFormat::kHermes && in_call_) rest = std::string(kHermesOpen) + rest;
-    emit_content(std::move(rest), out);
+    if (in_region_) {
+        advance(true, out);
+        close_region(/*tagged=*/false, out);
+    }
+    emit_content(std::exchange(held_, {}), out);
     return out;
 }
 

@@ -30,16 +30,25 @@ std::string template_of(const std::string& dir) {
 struct Split {
     std::string content;
     std::vector<ToolCall> calls;
+    int num_argument_pieces = 0;
 };
 
+// The parts joined as the sink joins them; a piece of arguments only follows its call's start.
 Split split(ToolCallStream& s, const std::vector<std::string>& pieces) {
     Split out;
     auto take = [&](std::vector<ReplyPart> parts) {
         for (ReplyPart& p : parts) {
-            if (p.call) {
-                out.calls.push_back(*p.call);
-            } else {
-                out.content += p.content;
+            switch (p.kind) {
+                case ReplyPart::Kind::kContent: out.content += p.text; break;
+                case ReplyPart::Kind::kCallStart:
+                    EXPECT_EQ(p.call_index, static_cast<int>(out.calls.size()));
+                    out.calls.push_back({.id = p.id, .name = p.name, .arguments = ""});
+                    break;
+                case ReplyPart::Kind::kArguments:
+                    EXPECT_EQ(p.call_index + 1, static_cast<int>(out.calls.size())) << "arguments of the last call";
+                    out.calls.back().arguments += p.text;
+                    ++out.num_argument_pieces;
+                    break;
             }
         }
     };
@@ -87,10 +96,10 @@ TEST(ToolCallStream, HermesHoldsOnlyWhatMayBeginATag) {
     ToolCallStream s(ToolFormat::kHermes, kNames, true, 1);
     auto parts = s.push("a < b <tool");
     ASSERT_EQ(parts.size(), 1u);
-    EXPECT_EQ(parts[0].content, "a < b ");
+    EXPECT_EQ(parts[0].text, "a < b ");
     parts = s.push("box>");
     ASSERT_EQ(parts.size(), 1u);
-    EXPECT_EQ(parts[0].content, "<toolbox>");
+    EXPECT_EQ(parts[0].text, "<toolbox>");
     EXPECT_TRUE(s.finish().empty());
 }
 
@@ -100,11 +109,18 @@ TEST(ToolCallStream, WhatIsNotAValidCallStaysContent) {
     Split out = split(a, {unknown});
     EXPECT_TRUE(out.calls.empty());
     EXPECT_EQ(out.content, unknown);
-    const std::string broken = "<tool_call>\n{\"name\": \"get_time\", \"arguments\": {";
+    // Not whole JSON and not in the head-first shape: content.
+    const std::string broken = "<tool_call>\n{\"arguments\": {}, \"name\": \"get_time\"";
     ToolCallStream b(ToolFormat::kHermes, kNames, true, 1);
     out = split(b, bytes_of(broken));
     EXPECT_TRUE(out.calls.empty());
     EXPECT_EQ(out.content, broken);
+    // The head-first shape is a call from its head on: cut short, it has the arguments generated.
+    ToolCallStream cut(ToolFormat::kHermes, kNames, true, 1);
+    out = split(cut, bytes_of("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Par"));
+    ASSERT_EQ(out.calls.size(), 1u);
+    EXPECT_EQ(out.calls[0].arguments, R"({"city":"Par)");
+    EXPECT_EQ(out.content, "");
     // A call left open at the end of the reply but whole as JSON is taken.
     ToolCallStream c(ToolFormat::kHermes, kNames, true, 1);
     out = split(c, {"<tool_call>\n{\"name\": \"get_time\", \"arguments\": {}}"});
@@ -132,7 +148,7 @@ TEST(ToolCallStream, Llama3ReplyIsOneCallOrContent) {
     ToolCallStream text(ToolFormat::kLlama3, kNames, true, 1);
     auto parts = text.push("Hello");
     ASSERT_EQ(parts.size(), 1u);  // content is not held
-    EXPECT_EQ(parts[0].content, "Hello");
+    EXPECT_EQ(parts[0].text, "Hello");
     EXPECT_EQ(split(text, {" {world}"}).content, " {world}");
 }
 
@@ -143,6 +159,55 @@ TEST(ToolCallStream, MistralCallsAreAnArray) {
     EXPECT_EQ(out.calls[1].name, "get_time");
     EXPECT_EQ(out.calls[0].id.size(), 9u);  // Mistral's templates want 9 letters and digits
     for (char c : out.calls[0].id) EXPECT_TRUE(std::isalnum(static_cast<unsigned char>(c))) << out.calls[0].id;
+}
+
+// Arguments go out as they are generated: byte by byte, many pieces, joined the same as whole; the
+// whitespace between JSON tokens is dropped (not inside strings); a Hermes closing tag split over
+// pieces never leaks into them; other key orders are judged whole.
+TEST(ToolCallStream, ArgumentsStreamPieceByPiece) {
+    const std::string reply = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"New York\", "
+                              "\"days\": [1, 2], \"x\": {\"q\": \"a\\\" }\"}}}\n</tool_call>";
+    ToolCallStream whole(ToolFormat::kHermes, kNames, true, 1), bytes(ToolFormat::kHermes, kNames, true, 1);
+    const Split a = split(whole, {reply}), b = split(bytes, bytes_of(reply));
+    ASSERT_EQ(a.calls.size(), 1u);
+    ASSERT_EQ(b.calls.size(), 1u);
+    EXPECT_EQ(a.calls[0].arguments, R"({"city":"New York","days":[1,2],"x":{"q":"a\" }"}})");
+    EXPECT_EQ(b.calls[0].arguments, a.calls[0].arguments);
+    EXPECT_EQ(b.calls[0].id, a.calls[0].id);
+    EXPECT_EQ(a.num_argument_pieces, 1);
+    EXPECT_GT(b.num_argument_pieces, 20) << "streamed as generated";
+    EXPECT_EQ(b.content, "");
+
+    // The arguments' start goes out before they are complete.
+    ToolCallStream s(ToolFormat::kHermes, kNames, true, 1);
+    auto parts = s.push("<tool_call>{\"name\":\"get_time\",\"arguments\":{\"tz\":");
+    ASSERT_EQ(parts.size(), 2u);
+    EXPECT_EQ(parts[0].kind, ReplyPart::Kind::kCallStart);
+    EXPECT_EQ(parts[0].name, "get_time");
+    EXPECT_EQ(parts[1].kind, ReplyPart::Kind::kArguments);
+    EXPECT_EQ(parts[1].text, R"({"tz":)");
+    parts = s.push("\"UTC\"");
+    ASSERT_EQ(parts.size(), 1u);
+    EXPECT_EQ(parts[0].text, R"("UTC")");
+
+    // Another key order: one piece, once the object is whole.
+    ToolCallStream other(ToolFormat::kHermes, kNames, true, 1);
+    const Split o = split(other, bytes_of(R"(<tool_call>{"arguments": {"a": 1}, "name": "get_time"}</tool_call>)"));
+    ASSERT_EQ(o.calls.size(), 1u);
+    EXPECT_EQ(o.calls[0].arguments, R"({"a":1})");
+    EXPECT_EQ(o.num_argument_pieces, 1);
+
+    // Mistral and Llama-3 stream the same way.
+    ToolCallStream m(ToolFormat::kMistral, kNames, true, 1);
+    const Split ms = split(m, bytes_of(R"([{"name": "get_time", "arguments": {"tz": "UTC"}}, {"name": "get_weather", "arguments": {"city": "Rome"}}])"));
+    ASSERT_EQ(ms.calls.size(), 2u);
+    EXPECT_EQ(ms.calls[0].arguments, R"({"tz":"UTC"})");
+    EXPECT_EQ(ms.calls[1].arguments, R"({"city":"Rome"})");
+    EXPECT_GT(ms.num_argument_pieces, 10);
+    ToolCallStream l(ToolFormat::kLlama3, kNames, true, 1);
+    const Split ls = split(l, bytes_of(R"({"name": "get_time", "parameters": {"tz": "UTC"}})"));
+    ASSERT_EQ(ls.calls.size(), 1u);
+    EXPECT_EQ(ls.calls[0].arguments, R"({"tz":"UTC"})");
 }
 
 ToolRequest two_tools(ToolChoice choice, bool parallel) {

@@ -119,14 +119,14 @@ test('a named function is the one called', async () => {
   }
 });
 
-test('streamed tool-call deltas reassemble into the non-streamed answer', async () => {
+test('streamed tool-call deltas (arguments piece by piece) reassemble into the non-streamed answer', async () => {
   for (const who of [qwen, llama]) {
     for (const seed of [1, 2, 3]) {
       const body = { tool_choice: 'required', parallel_tool_calls: false, seed };
       const whole = (await ask(who, body)).choices[0];
       const stream = await ask(who, { ...body, stream: true });
       const calls = [];
-      let finish = null, content = '';
+      let finish = null, content = '', pieces = 0;
       for await (const chunk of stream) {
         const d = chunk.choices[0]?.delta ?? {};
         content += d.content ?? '';
@@ -138,12 +138,14 @@ test('streamed tool-call deltas reassemble into the non-streamed answer', async 
             assert.equal(t.id, undefined, 'the id comes once');
           }
           calls[t.index].function.arguments += t.function?.arguments ?? '';
+          if (t.function?.arguments) ++pieces;
         }
         finish = chunk.choices[0]?.finish_reason ?? finish;
       }
       assert.equal(finish, whole.finish_reason);
       assert.equal(content, '');
       assert.equal(calls.length, whole.message.tool_calls.length);
+      assert.ok(pieces > calls.length, `the arguments stream as they are generated (${pieces} pieces)`);
       calls.forEach((c, i) => {
         assertValidCall(c);
         assert.deepEqual(c.function, whole.message.tool_calls[i].function);

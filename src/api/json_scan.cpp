@@ -1,0 +1,246 @@
+#include "api/json_scan.h"
+
+#include <cstdint>
+#include <vector>
+
+namespace hichat::api {
+namespace {
+
+bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+
+int hex_value(char c) {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+}
+
+void append_utf8(uint32_t cp, std::string& out) {
+    if (cp < 0x80) {
+        out += static_cast<char>(cp);
+    } else if (cp < 0x800) {
+        out += static_cast<char>(0xc0 | (cp >> 6));
+        out += static_cast<char>(0x80 | (cp & 0x3f));
+    } else if (cp < 0x10000) {
+        out += static_cast<char>(0xe0 | (cp >> 12));
+        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+        out += static_cast<char>(0x80 | (cp & 0x3f));
+    } else {
+        out += static_cast<char>(0xf0 | (cp >> 18));
+        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+        out += static_cast<char>(0x80 | (cp & 0x3f));
+    }
+}
+
+// \uXXXX at text[at] (the backslash): the code unit, or -1 when cut short, -2 when not hex.
+int32_t read_u_escape(std::string_view text, size_t at) {
+    if (at + 6 > text.size()) {
+        for (size_t i = at + 2; i < text.size(); ++i) {
+            if (hex_value(text[i]) < 0) return -2;
+        }
+        return -1;
+    }
+    int32_t v = 0;
+    for (size_t i = at + 2; i < at + 6; ++i) {
+        const int h = hex_value(text[i]);
+        if (h < 0) return -2;
+        v = v * 16 + h;
+    }
+    return v;
+}
+
+JsonScan scan_number(std::string_view text, size_t at, size_t& end) {
+    const size_t n = text.size();
+    size_t j = at;
+    auto digits = [&] {
+        if (j == n) return JsonScan::kIncomplete;
+        if (!is_digit(text[j])) return JsonScan::kInvalid;
+        while (j < n && is_digit(text[j])) ++j;
+        return JsonScan::kComplete;
+    };
+    if (text[j] == '-') ++j;
+    if (j == n) return JsonScan::kIncomplete;
+    if (text[j] == '0') {
+        ++j;
+    } else if (JsonScan r = digits(); r != JsonScan::kComplete) {
+        return r;
+    }
+    if (j < n && text[j] == '.') {
+        ++j;
+        if (JsonScan r = digits(); r != JsonScan::kComplete) return r;
+    }
+    if (j < n && (text[j] == 'e' || text[j] == 'E')) {
+        ++j;
+        if (j < n && (text[j] == '+' || text[j] == '-')) ++j;
+        if (JsonScan r = digits(); r != JsonScan::kComplete) return r;
+    }
+    if (j == n) return JsonScan::kIncomplete;  // more digits may follow
+    end = j;
+    return JsonScan::kComplete;
+}
+
+JsonScan scan_literal(std::string_view text, size_t at, size_t& end) {
+    for (std::string_view word : {"true", "false", "null"}) {
+        if (text[at] != word[0]) continue;
+        const std::string_view have = text.substr(at, word.size());
+        if (have != word.substr(0, have.size())) return JsonScan::kInvalid;
+        if (have.size() < word.size()) return JsonScan::kIncomplete;
+        end = at + word.size();
+        return JsonScan::kComplete;
+    }
+    return JsonScan::kInvalid;
+}
+
+JsonScan scan_scalar(std::string_view text, size_t at, size_t& end) {
+    const char c = text[at];
+    if (c == '"') return scan_json_string(text, at, end);
+    if (c == '-' || is_digit(c)) return scan_number(text, at, end);
+    return scan_literal(text, at, end);
+}
+
+}  // namespace
+
+size_t skip_json_space(std::string_view text, size_t at) {
+    while (at < text.size() && is_space(text[at])) ++at;
+    return at;
+}
+
+JsonScan scan_json_string(std::string_view text, size_t at, size_t& end, std::string* decoded) {
+    if (at >= text.size() || text[at] != '"') return at >= text.size() ? JsonScan::kIncomplete : JsonScan::kInvalid;
+    for (size_t i = at + 1; i < text.size();) {
+        const char c = text[i];
+        if (c == '"') {
+            end = i + 1;
+            return JsonScan::kComplete;
+        }
+        if (static_cast<unsigned char>(c) < 0x20) return JsonScan::kInvalid;
+        if (c != '\\') {
+            if (decoded != nullptr) *decoded += c;
+            ++i;
+            continue;
+        }
+        if (i + 1 >= text.size()) return JsonScan::kIncomplete;
+        const char e = text[i + 1];
+        if (e != 'u') {
+            static constexpr std::string_view kFrom = "\"\\/bfnrt", kTo = "\"\\/\b\f\n\r\t";
+            const size_t k = kFrom.find(e);
+            if (k == std::string_view::npos) return JsonScan::kInvalid;
+            if (decoded != nullptr) *decoded += kTo[k];
+            i += 2;
+            continue;
+        }
+        const int32_t unit = read_u_escape(text, i);
+        if (unit < 0) return unit == -1 ? JsonScan::kIncomplete : JsonScan::kInvalid;
+        i += 6;
+        uint32_t cp = static_cast<uint32_t>(unit);
+        if (cp >= 0xd800 && cp < 0xdc00) {  // a high surrogate: its pair may follow
+            if (i >= text.size() || (text[i] == '\\' && i + 1 >= text.size())) return JsonScan::kIncomplete;
+            cp = 0xfffd;  // unless a low surrogate follows
+            if (text[i] == '\\' && text[i + 1] == 'u') {
+                const int32_t low = read_u_escape(text, i);
+                if (low < 0) return low == -1 ? JsonScan::kIncomplete : JsonScan::kInvalid;
+                if (low >= 0xdc00 && low < 0xe000) {
+                    cp = 0x10000 + ((static_cast<uint32_t>(unit) - 0xd800) << 10) + (static_cast<uint32_t>(low) - 0xdc00);
+                    i += 6;
+                }
+            }
+        } else if (cp >= 0xdc00 && cp < 0xe000) {
+            cp = 0xfffd;  // a lone low surrogate
+        }
+        if (decoded != nullptr) append_utf8(cp, *decoded);
+    }
+    return JsonScan::kIncomplete;
+}
+
+JsonScan scan_json_value(std::string_view text, size_t at, size_t& end) {
+    enum class Expect { kValue, kFirstValueOrClose, kFirstKeyOrClose, kKey, kColon, kCommaOrClose };
+    std::vector<char> open;  // '{' or '[' of the containers around the position
+    Expect expect = Expect::kValue;
+    size_t i = at;
+    for (;;) {
+        i = skip_json_space(text, i);
+        if (i >= text.size()) return JsonScan::kIncomplete;
+        const char c = text[i];
+        bool value_done = false;
+        switch (expect) {
+            case Expect::kFirstValueOrClose:
+                if (c == ']') {
+                    open.pop_back();
+                    ++i;
+                    value_done = true;
+                    break;
+                }
+                [[fallthrough]];
+            case Expect::kValue:
+                if (c == '{' || c == '[') {
+                    open.push_back(c);
+                    ++i;
+                    expect = c == '{' ? Expect::kFirstKeyOrClose : Expect::kFirstValueOrClose;
+                    break;
+                }
+                if (JsonScan r = scan_scalar(text, i, i); r != JsonScan::kComplete) return r;
+                value_done = true;
+                break;
+            case Expect::kFirstKeyOrClose:
+                if (c == '}') {
+                    open.pop_back();
+                    ++i;
+                    value_done = true;
+                    break;
+                }
+                [[fallthrough]];
+            case Expect::kKey:
+                if (c != '"') return JsonScan::kInvalid;
+                if (JsonScan r = scan_json_string(text, i, i); r != JsonScan::kComplete) return r;
+                expect = Expect::kColon;
+                break;
+            case Expect::kColon:
+                if (c != ':') return JsonScan::kInvalid;
+                ++i;
+                expect = Expect::kValue;
+                break;
+            case Expect::kCommaOrClose: {
+                const char top = open.back();
+                if (c == ',') {
+                    ++i;
+                    expect = top == '{' ? Expect::kKey : Expect::kValue;
+                } else if (c == (top == '{' ? '}' : ']')) {
+                    open.pop_back();
+                    ++i;
+                    value_done = true;
+                } else {
+                    return JsonScan::kInvalid;
+                }
+                break;
+            }
+        }
+        if (!value_done) continue;
+        if (open.empty()) {
+            end = i;
+            return JsonScan::kComplete;
+        }
+        expect = Expect::kCommaOrClose;
+    }
+}
+
+void JsonCompactor::append(std::string_view piece, std::string& out) {
+    for (char c : piece) {
+        if (in_string_) {
+            out += c;
+            if (escaped_) {
+                escaped_ = false;
+            } else if (c == '\\') {
+                escaped_ = true;
+            } else if (c == '"') {
+                in_string_ = false;
+            }
+        } else if (!is_space(c)) {
+            out += c;
+            in_string_ = c == '"';
+        }
+    }
+}
+
+}  // namespace hichat::api
