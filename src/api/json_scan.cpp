@@ -1,5 +1,6 @@
 #include "api/json_scan.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -51,12 +52,22 @@ int32_t read_u_escape(std::string_view text, size_t at) {
     return v;
 }
 
+// The first offset after the "\\u" at `at` that is not a hex digit.
+size_t first_non_hex(std::string_view text, size_t at) {
+    size_t i = at + 2;
+    while (i < text.size() && hex_value(text[i]) >= 0) ++i;
+    return i;
+}
+
 JsonScan scan_number(std::string_view text, size_t at, size_t& end) {
     const size_t n = text.size();
     size_t j = at;
     auto digits = [&] {
         if (j == n) return JsonScan::kIncomplete;
-        if (!is_digit(text[j])) return JsonScan::kInvalid;
+        if (!is_digit(text[j])) {
+            end = j;
+            return JsonScan::kInvalid;
+        }
         while (j < n && is_digit(text[j])) ++j;
         return JsonScan::kComplete;
     };
@@ -85,11 +96,15 @@ JsonScan scan_literal(std::string_view text, size_t at, size_t& end) {
     for (std::string_view word : {"true", "false", "null"}) {
         if (text[at] != word[0]) continue;
         const std::string_view have = text.substr(at, word.size());
-        if (have != word.substr(0, have.size())) return JsonScan::kInvalid;
+        if (have != word.substr(0, have.size())) {
+            end = at + static_cast<size_t>(std::mismatch(have.begin(), have.end(), word.begin()).first - have.begin());
+            return JsonScan::kInvalid;
+        }
         if (have.size() < word.size()) return JsonScan::kIncomplete;
         end = at + word.size();
         return JsonScan::kComplete;
     }
+    end = at;
     return JsonScan::kInvalid;
 }
 
@@ -108,14 +123,19 @@ size_t skip_json_space(std::string_view text, size_t at) {
 }
 
 JsonScan scan_json_string(std::string_view text, size_t at, size_t& end, std::string* decoded) {
-    if (at >= text.size() || text[at] != '"') return at >= text.size() ? JsonScan::kIncomplete : JsonScan::kInvalid;
+    if (at >= text.size()) return JsonScan::kIncomplete;
+    auto invalid = [&](size_t where) {
+        end = where;
+        return JsonScan::kInvalid;
+    };
+    if (text[at] != '"') return invalid(at);
     for (size_t i = at + 1; i < text.size();) {
         const char c = text[i];
         if (c == '"') {
             end = i + 1;
             return JsonScan::kComplete;
         }
-        if (static_cast<unsigned char>(c) < 0x20) return JsonScan::kInvalid;
+        if (static_cast<unsigned char>(c) < 0x20) return invalid(i);
         if (c != '\\') {
             if (decoded != nullptr) *decoded += c;
             ++i;
@@ -126,28 +146,27 @@ JsonScan scan_json_string(std::string_view text, size_t at, size_t& end, std::st
         if (e != 'u') {
             static constexpr std::string_view kFrom = "\"\\/bfnrt", kTo = "\"\\/\b\f\n\r\t";
             const size_t k = kFrom.find(e);
-            if (k == std::string_view::npos) return JsonScan::kInvalid;
+            if (k == std::string_view::npos) return invalid(i + 1);
             if (decoded != nullptr) *decoded += kTo[k];
             i += 2;
             continue;
         }
         const int32_t unit = read_u_escape(text, i);
-        if (unit < 0) return unit == -1 ? JsonScan::kIncomplete : JsonScan::kInvalid;
-        i += 6;
+        if (unit < 0) return unit == -1 ? JsonScan::kIncomplete : invalid(first_non_hex(text, i));
         uint32_t cp = static_cast<uint32_t>(unit);
-        if (cp >= 0xd800 && cp < 0xdc00) {  // a high surrogate: its pair may follow
+        // Surrogates come in pairs (a high one, then "\\u" and a low one), as the parsers downstream
+        // (nlohmann) demand. A bad pair is invalid at the byte that made it so (an escape's last digit).
+        if (cp >= 0xdc00 && cp < 0xe000) return invalid(i + 5);
+        i += 6;
+        if (cp >= 0xd800 && cp < 0xdc00) {
             if (i >= text.size() || (text[i] == '\\' && i + 1 >= text.size())) return JsonScan::kIncomplete;
-            cp = 0xfffd;  // unless a low surrogate follows
-            if (text[i] == '\\' && text[i + 1] == 'u') {
-                const int32_t low = read_u_escape(text, i);
-                if (low < 0) return low == -1 ? JsonScan::kIncomplete : JsonScan::kInvalid;
-                if (low >= 0xdc00 && low < 0xe000) {
-                    cp = 0x10000 + ((static_cast<uint32_t>(unit) - 0xd800) << 10) + (static_cast<uint32_t>(low) - 0xdc00);
-                    i += 6;
-                }
-            }
-        } else if (cp >= 0xdc00 && cp < 0xe000) {
-            cp = 0xfffd;  // a lone low surrogate
+            if (text[i] != '\\') return invalid(i);
+            if (text[i + 1] != 'u') return invalid(i + 1);
+            const int32_t low = read_u_escape(text, i);
+            if (low < 0) return low == -1 ? JsonScan::kIncomplete : invalid(first_non_hex(text, i));
+            if (low < 0xdc00 || low >= 0xe000) return invalid(i + 5);
+            cp = 0x10000 + ((cp - 0xd800) << 10) + (static_cast<uint32_t>(low) - 0xdc00);
+            i += 6;
         }
         if (decoded != nullptr) append_utf8(cp, *decoded);
     }
@@ -157,6 +176,10 @@ JsonScan scan_json_string(std::string_view text, size_t at, size_t& end, std::st
 JsonScan scan_json_value(std::string_view text, size_t at, size_t& end) {
     enum class Expect { kValue, kFirstValueOrClose, kFirstKeyOrClose, kKey, kColon, kCommaOrClose };
     std::vector<char> open;  // '{' or '[' of the containers around the position
+    auto invalid_at = [&](size_t where) {
+        end = where;
+        return JsonScan::kInvalid;
+    };
     Expect expect = Expect::kValue;
     size_t i = at;
     for (;;) {
@@ -180,7 +203,8 @@ JsonScan scan_json_value(std::string_view text, size_t at, size_t& end) {
                     expect = c == '{' ? Expect::kFirstKeyOrClose : Expect::kFirstValueOrClose;
                     break;
                 }
-                if (JsonScan r = scan_scalar(text, i, i); r != JsonScan::kComplete) return r;
+                if (JsonScan r = scan_scalar(text, i, end); r != JsonScan::kComplete) return r;
+                i = end;
                 value_done = true;
                 break;
             case Expect::kFirstKeyOrClose:
@@ -192,12 +216,13 @@ JsonScan scan_json_value(std::string_view text, size_t at, size_t& end) {
                 }
                 [[fallthrough]];
             case Expect::kKey:
-                if (c != '"') return JsonScan::kInvalid;
-                if (JsonScan r = scan_json_string(text, i, i); r != JsonScan::kComplete) return r;
+                if (c != '"') return invalid_at(i);
+                if (JsonScan r = scan_json_string(text, i, end); r != JsonScan::kComplete) return r;
+                i = end;
                 expect = Expect::kColon;
                 break;
             case Expect::kColon:
-                if (c != ':') return JsonScan::kInvalid;
+                if (c != ':') return invalid_at(i);
                 ++i;
                 expect = Expect::kValue;
                 break;
@@ -211,7 +236,7 @@ JsonScan scan_json_value(std::string_view text, size_t at, size_t& end) {
                     ++i;
                     value_done = true;
                 } else {
-                    return JsonScan::kInvalid;
+                    return invalid_at(i);
                 }
                 break;
             }

@@ -93,8 +93,13 @@ bool ToolCallStream::offers(const std::string& name) const {
 
 void ToolCallStream::emit_content(std::string text, std::vector<ReplyPart>& out) {
     if (text.empty()) return;
-    // The line breaks between and after calls are the format's, not content.
-    if (num_calls_ > 0 && trim(text).empty()) return;
+    // The line breaks between and after calls are the format's, not content: after a call, space is
+    // held until content follows it (in whatever pieces the text came).
+    if (num_calls_ > 0 && trim(text).empty()) {
+        space_after_call_ += text;
+        return;
+    }
+    text = std::exchange(space_after_call_, {}) + text;
     if (!out.empty() && out.back().kind == ReplyPart::Kind::kContent) {
         out.back().text += text;
     } else {
@@ -106,6 +111,7 @@ void ToolCallStream::start_call(std::string name, std::vector<ReplyPart>& out) {
     out.push_back({.kind = ReplyPart::Kind::kCallStart, .call_index = num_calls_, .id = new_id(), .name = std::move(name)});
     ++num_calls_;
     compactor_ = {};
+    space_after_call_.clear();
 }
 
 void ToolCallStream::emit_arguments(std::string_view raw, std::vector<ReplyPart>& out) {
@@ -161,7 +167,8 @@ void ToolCallStream::advance(bool closed, std::vector<ReplyPart>& out) {
                     scan_ = Scan::kAfterArguments;
                     continue;
                 }
-                if (r == JsonScan::kInvalid) {  // the arguments stand as they went out
+                if (r == JsonScan::kInvalid) {  // the arguments end before the first byte that cannot be JSON
+                    emit_arguments(std::string_view(region_).substr(args_sent_, std::max(end, args_sent_) - args_sent_), out);
                     scan_ = Scan::kDone;
                     return;
                 }
@@ -345,6 +352,7 @@ std::vector<ReplyPart> ToolCallStream::finish() {
         close_region(/*tagged=*/false, out);
     }
     emit_content(std::exchange(held_, {}), out);
+    space_after_call_.clear();
     return out;
 }
 

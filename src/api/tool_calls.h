@@ -120,6 +120,7 @@ private:
     std::string held_;        // text outside a region not yet given out
     bool decided_ = false;    // kLlama3 / kMistral: whether the reply is a call region is known
     int num_calls_ = 0;
+    std::string space_after_call_;  // whitespace after a call, given out only if content follows
 
     // The open region.
     bool in_region_ = false;

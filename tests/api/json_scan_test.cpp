@@ -2,6 +2,9 @@
 // against nlohmann's parser on the complete values; JsonCompactor in any pieces.
 #include "api/json_scan.h"
 
+#include <utility>
+#include <vector>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -42,13 +45,25 @@ TEST(JsonScan, InvalidTextIsInvalidAsSoonAsItCannotContinue) {
         }
         EXPECT_EQ(r, JsonScan::kInvalid) << bad;
     }
+    // Where it fails: the first byte that cannot continue; the text before it is an open value.
+    for (const auto& [bad, at] : std::vector<std::pair<std::string, size_t>>{
+             {"[1 2]", 3}, {"{\"a\": tx}", 7}, {"\"ab\\q\"", 4}, {"[-1.x]", 4}, {"\"\\u12g4\"", 5}, {"[1,]", 3}}) {
+        size_t end = 0;
+        ASSERT_EQ(scan_json_value(bad, 0, end), JsonScan::kInvalid) << bad;
+        EXPECT_EQ(end, at) << bad;
+        EXPECT_EQ(scan_json_value(bad.substr(0, at), 0, end), JsonScan::kIncomplete) << bad;
+    }
 }
 
 TEST(JsonScan, StringsDecodeEscapesAndSurrogatePairs) {
     std::string decoded;
     size_t end = 0;
-    ASSERT_EQ(scan_json_string(R"("a\n\"\u00e9\ud83d\ude00\udc00")", 0, end, &decoded), JsonScan::kComplete);
-    EXPECT_EQ(decoded, "a\n\"\xc3\xa9\xf0\x9f\x98\x80\xef\xbf\xbd");
+    ASSERT_EQ(scan_json_string(R"("a\n\"\u00e9\ud83d\ude00")", 0, end, &decoded), JsonScan::kComplete);
+    EXPECT_EQ(decoded, "a\n\"\xc3\xa9\xf0\x9f\x98\x80");
+    EXPECT_EQ(scan_json_string(R"("\udc00")", 0, end), JsonScan::kInvalid) << "a lone low surrogate";
+    EXPECT_EQ(scan_json_string(R"("\ud83dx")", 0, end), JsonScan::kInvalid) << "a lone high surrogate";
+    EXPECT_EQ(end, 7u);
+    EXPECT_EQ(scan_json_string(R"("\ud83d\u0041")", 0, end), JsonScan::kInvalid);
     EXPECT_EQ(scan_json_string(R"("\ud83d)", 0, end), JsonScan::kIncomplete);
     EXPECT_EQ(scan_json_string(R"("\ud83d\u)", 0, end), JsonScan::kIncomplete);
 }
