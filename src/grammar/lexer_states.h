@@ -27,7 +27,7 @@ class LexerStates {
 public:
     static constexpr int32_t kDead = -1;
 
-    explicit LexerStates(const CompiledGrammar& grammar) : g_(grammar) {}
+    explicit LexerStates(const CompiledGrammar& grammar);
     ~LexerStates();
     LexerStates(const LexerStates&) = delete;
     LexerStates& operator=(const LexerStates&) = delete;
@@ -81,7 +81,9 @@ private:
     // The one state every plain character leads to from `state`, kDead if every one dies without a
     // lexeme boundary, else kMixed.
     int32_t plain_step(int32_t state);
-    int32_t plain_step_utf8(int32_t state);
+    // plain_step of one (lexeme, automaton state) pair, memoised: the one automaton state every
+    // plain character leads to, kDead if the first byte of every one kills it, else kMixed.
+    int32_t pair_plain_step(int32_t lexeme, int32_t s);
     int plain_run_capped(int32_t state);
     static constexpr int kRunCap = 256;  // plain_run memo: longer runs count as unbounded
 
@@ -91,6 +93,7 @@ private:
     std::atomic<int32_t> num_states_{0};
     std::unordered_map<std::string, int32_t> ids_;
     std::unordered_map<std::string, int32_t> accepted_ids_;
+    std::vector<std::unique_ptr<std::atomic<int32_t>[]>> pair_plain_step_;  // [lexeme][automaton state], kPending
 };
 
 }  // namespace hichat::grammar
