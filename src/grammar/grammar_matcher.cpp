@@ -180,26 +180,31 @@ int32_t GrammarMatcher::scan_temp(int32_t row, int32_t accepted_id, const std::v
 // lexer state parent_state. Tokens reached are set in bits. Where a lexeme ends: with `record`,
 // the node is recorded (no parser); else the parser scans it after `row` and the walk goes on.
 void GrammarMatcher::walk(const VocabTrie& trie, uint32_t begin, uint32_t end, int base_depth, int32_t parent_state,
-                          int32_t row, uint32_t* bits, std::vector<std::pair<uint32_t, int32_t>>* record) {
+                          int32_t row, uint32_t* bits, std::vector<std::pair<uint32_t, int32_t>>* record,
+                          size_t frames_begin) {
     const auto& nodes = trie.nodes;
     const auto& tokens = trie.tokens;
-    std::vector<int32_t> stack(tokenizer_->max_token_bytes() + 2);
-    stack[0] = parent_state;
+    const size_t num_frames = static_cast<size_t>(tokenizer_->max_token_bytes()) + 2;
+    if (walk_frames_.size() < frames_begin + num_frames) walk_frames_.resize(frames_begin + num_frames);
+    WalkFrame* stack = walk_frames_.data() + frames_begin;
+    stack[0] = {parent_state, lexer_states_.row(parent_state)};
     for (uint32_t i = begin; i < end;) {
         const TrieNode& node = nodes[i];
         const int k = node.depth - base_depth;
-        const int32_t ps = stack[k - 1];
-        const int32_t t = lexer_states_.next(ps, node.byte);
+        const WalkFrame parent = stack[k - 1];
+        const int32_t t = lexer_states_.next_in(parent.row, parent.state, node.byte);
         if (t != LexerStates::kDead) {
             for (uint32_t j = node.tokens_begin; j < nodes[i + 1].tokens_begin; ++j) {
                 const int32_t id = tokens[j];
                 bits[id >> 5] |= uint32_t{1} << (id & 31);
             }
-            stack[k] = t;
             ++i;
+            // Only a node with children is ever a parent.
+            if (i < node.subtree_end) stack[k] = {t, lexer_states_.row(t)};
             continue;
         }
         // A start state is never complete (lexemes are not empty), so a complete ps has read bytes.
+        const int32_t ps = parent.state;
         if (lexer_states_.accepting(ps)) {
             if (record != nullptr) {
                 record->emplace_back(i, ps);
@@ -207,7 +212,11 @@ void GrammarMatcher::walk(const VocabTrie& trie, uint32_t begin, uint32_t end, i
                 const int32_t next_row = scan_temp(row, lexer_states_.accepted_id(ps), lexer_states_.accepted(ps));
                 if (next_row >= 0) {
                     const int32_t s0 = lexer_start_of(next_row);
-                    if (s0 != LexerStates::kDead) walk(trie, i, node.subtree_end, node.depth - 1, s0, next_row, bits, nullptr);
+                    if (s0 != LexerStates::kDead) {
+                        walk(trie, i, node.subtree_end, node.depth - 1, s0, next_row, bits, nullptr,
+                             frames_begin + num_frames);
+                        stack = walk_frames_.data() + frames_begin;  // the nested walk may have grown the frames
+                    }
                 }
             }
         }

@@ -77,7 +77,7 @@ private:
     StateMask compute_state_mask(int32_t state);
     int32_t scan_temp(int32_t row, int32_t accepted_id, const std::vector<int32_t>& accepted);
     void walk(const VocabTrie& trie, uint32_t begin, uint32_t end, int base_depth, int32_t parent_state, int32_t row,
-              uint32_t* bits, std::vector<std::pair<uint32_t, int32_t>>* record);
+              uint32_t* bits, std::vector<std::pair<uint32_t, int32_t>>* record, size_t frames_begin = 0);
     void drop_temp_rows();
 
     std::shared_ptr<const CompiledGrammar> grammar_;
@@ -93,6 +93,13 @@ private:
     std::shared_ptr<StateMaskCache> shared_masks_;     // of (grammar_, tokenizer_), shared by matchers
     std::vector<LocalMask> masks_;                     // by lexer state; mask null until first use
     std::unordered_map<uint64_t, int32_t> scan_memo_;  // (row, accepted set) -> temp row, one fill
+    // walk's lexer state at each depth, with its transitions; a nested walk uses the frames after
+    // its caller's (no allocation per walk: a fill may walk hundreds of subtrees).
+    struct WalkFrame {
+        int32_t state;
+        LexerStates::Row row;
+    };
+    std::vector<WalkFrame> walk_frames_;
 };
 
 }  // namespace hichat::grammar

@@ -7,8 +7,8 @@
 
 namespace hichat::grammar {
 
-LexerStates::Chunk::Chunk() : trans(new std::atomic<int32_t>[kChunkStates * 256]) {
-    for (size_t i = 0; i < size_t{kChunkStates} * 256; ++i) trans[i].store(kUnknown, std::memory_order_relaxed);
+LexerStates::Chunk::Chunk() {
+    for (auto& t : trans) t.store(kUnknown, std::memory_order_relaxed);
     for (auto& v : plain_step) v.store(kPending, std::memory_order_relaxed);
     for (auto& v : plain_run) v.store(kUnknown, std::memory_order_relaxed);
 }

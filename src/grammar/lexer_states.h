@@ -34,8 +34,13 @@ public:
 
     // The state before any byte of a lexeme, when `lexemes` (sorted) are allowed; kDead if none.
     int32_t start_state(std::span<const int32_t> lexemes);
-    int32_t next(int32_t state, uint8_t byte) {
-        const int32_t t = chunk(state).trans[slot(state) * 256 + byte].load(std::memory_order_acquire);
+    int32_t next(int32_t state, uint8_t byte) { return next_in(row(state), state, byte); }
+    // For walks that read many bytes from one state: its transitions (256, kUnknown until computed)
+    // looked up once, then next_in(row(state), state, byte) == next(state, byte).
+    using Row = const std::atomic<int32_t>*;
+    Row row(int32_t state) const { return &chunk(state).trans[slot(state) * 256]; }
+    int32_t next_in(Row row, int32_t state, uint8_t byte) {
+        const int32_t t = row[byte].load(std::memory_order_acquire);
         return t != kUnknown ? t : compute_next(state, byte);
     }
     bool accepting(int32_t state) const { return !accepted(state).empty(); }
@@ -65,7 +70,7 @@ private:
 
     struct Chunk {
         Chunk();
-        std::unique_ptr<std::atomic<int32_t>[]> trans;  // [kChunkStates * 256], kUnknown until computed
+        std::atomic<int32_t> trans[kChunkStates * 256];  // kUnknown until computed; inline: one load to a row
         std::array<Pairs, kChunkStates> pairs;
         std::array<std::vector<int32_t>, kChunkStates> accepted;
         std::array<int32_t, kChunkStates> accepted_id{};
