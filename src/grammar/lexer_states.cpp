@@ -4,6 +4,7 @@
 #include "grammar/compiled_grammar.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace hichat::grammar {
 
@@ -81,6 +82,25 @@ namespace hichat::grammar {
 std::string LexerStates::key(int32_t state) const {
     const Pairs& p = chunk(state).pairs[slot(state)];
     return std::string(reinterpret_cast<const char*>(p.data()), p.size() * sizeof(p[0]));
+}
+
+std::string LexerStates::family(int32_t state) const {
+    std::string f;
+    for (auto [lex, s] : chunk(state).pairs[slot(state)]) f.append(reinterpret_cast<const char*>(&lex), sizeof(lex));
+    return f;
+}
+
+int LexerStates::agreeing_depth(int32_t state, std::string_view other_key, int max_depth) const {
+    const Pairs& pairs = chunk(state).pairs[slot(state)];
+    if (other_key.size() != pairs.size() * sizeof(pairs[0])) return 0;
+    int depth = max_depth;
+    for (size_t i = 0; i < pairs.size() && depth > 0; ++i) {
+        int32_t other[2];  // (lexeme, automaton state)
+        std::memcpy(other, other_key.data() + i * sizeof(other), sizeof(other));
+        if (other[0] != pairs[i].first) return 0;
+        depth = std::min(depth, g_.lexeme(other[0]).agreeing_depth(pairs[i].second, other[1], depth));
+    }
+    return depth;
 }
 
 int32_t LexerStates::accepted_id_of(const std::vector<int32_t>& lexemes) {

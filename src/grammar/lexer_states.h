@@ -15,6 +15,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -50,6 +51,11 @@ public:
     int num_states() const { return num_states_.load(std::memory_order_acquire); }
     // The state's content as bytes (its sorted pairs).
     std::string key(int32_t state) const;
+    // The lexemes of the state's pairs as bytes: states of one family can be look-alikes.
+    std::string family(int32_t state) const;
+    // How far `state` and the state whose key() is other_key behave the same (the least
+    // LexemeDfa::agreeing_depth of their pairs, capped at max_depth); 0 unless they are one family.
+    int agreeing_depth(int32_t state, std::string_view other_key, int max_depth) const;
     // The accepted_id of a set of lexemes (sorted), interned if new.
     int32_t accepted_id_of(const std::vector<int32_t>& lexemes);
 
