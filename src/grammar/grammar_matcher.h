@@ -75,9 +75,13 @@ private:
     int32_t current_state();
     const LocalMask& state_mask(int32_t state);
     StateMask compute_state_mask(int32_t state);
+    // Of the masks noted lately for the state's family (unsliced), the one whose state behaves like
+    // `state` for the most bytes, and how many (0: none).
+    std::pair<std::shared_ptr<const StateMask>, int> look_alike(int32_t state);
+    void walk_past_depth(int32_t state, int depth, uint32_t* bits, std::vector<std::pair<uint32_t, int32_t>>* record);
     int32_t scan_temp(int32_t row, int32_t accepted_id, const std::vector<int32_t>& accepted);
     void walk(const VocabTrie& trie, uint32_t begin, uint32_t end, int base_depth, int32_t parent_state, int32_t row,
-              uint32_t* bits, std::vector<std::pair<uint32_t, int32_t>>* record);
+              uint32_t* bits, std::vector<std::pair<uint32_t, int32_t>>* record, size_t frames_begin = 0);
     void drop_temp_rows();
 
     std::shared_ptr<const CompiledGrammar> grammar_;
@@ -93,6 +97,15 @@ private:
     std::shared_ptr<StateMaskCache> shared_masks_;     // of (grammar_, tokenizer_), shared by matchers
     std::vector<LocalMask> masks_;                     // by lexer state; mask null until first use
     std::unordered_map<uint64_t, int32_t> scan_memo_;  // (row, accepted set) -> temp row, one fill
+    // walk's lexer state at each depth, with its transitions; a nested walk uses the frames after
+    // its caller's (no allocation per walk: a fill may walk hundreds of subtrees).
+    struct WalkFrame {
+        int32_t state;
+        LexerStates::Row row;
+    };
+    std::vector<WalkFrame> walk_frames_;
+    // Below this a look-alike's mask leaves most of the trie to walk again: walk it all.
+    static constexpr int kMinAgreeingDepth = 8;
 };
 
 }  // namespace hichat::grammar

@@ -8,6 +8,7 @@
 #include <map>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace hichat::grammar {
 namespace {
@@ -383,6 +384,33 @@ public:
 
 Result<LexemeDfa> LexemeDfa::build(const LexemeSpec& spec, int max_states, Clock::time_point deadline) {
     return DfaBuilder::build(spec, max_states, deadline);
+}
+
+// Breadth-first over the pairs of states that strings of each length lead to; a pair met at an
+// earlier length shows any difference earlier, so each pair is expanded once.
+int LexemeDfa::agreeing_depth(int32_t a, int32_t b, int max_depth) const {
+    constexpr size_t kMaxPairs = 4096;  // a bound on the work; the depth checked so far still holds
+    std::vector<std::pair<int32_t, int32_t>> layer{{a, b}}, next_layer;
+    std::unordered_set<uint64_t> seen{(static_cast<uint64_t>(a) << 32) | static_cast<uint32_t>(b)};
+    for (int depth = 0; depth < max_depth; ++depth) {
+        next_layer.clear();
+        for (auto [x, y] : layer) {
+            if (x == y) continue;  // the same from here on
+            if (accepting_[x] != accepting_[y]) return depth;
+            for (int c = 0; c < num_classes_; ++c) {
+                const int32_t nx = next_[x * num_classes_ + c];
+                const int32_t ny = next_[y * num_classes_ + c];
+                if ((nx < 0) != (ny < 0)) return depth;
+                if (nx >= 0 && seen.insert((static_cast<uint64_t>(nx) << 32) | static_cast<uint32_t>(ny)).second) {
+                    next_layer.emplace_back(nx, ny);
+                }
+            }
+        }
+        if (next_layer.empty()) return max_depth;
+        if (seen.size() > kMaxPairs) return depth + 1;
+        layer.swap(next_layer);
+    }
+    return max_depth;
 }
 
 bool LexemeDfa::matches(std::string_view bytes) const {

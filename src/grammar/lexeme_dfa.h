@@ -34,6 +34,10 @@ public:
     bool has_next(int32_t state) const { return has_next_[state]; }  // some byte leads on
     int num_states() const { return static_cast<int>(accepting_.size()); }
     bool matches(std::string_view bytes) const;
+    // The largest d <= max_depth such that from a and from b every string of at most d bytes leaves
+    // both alive or both dead, and every string of fewer than d bytes both accepting or neither:
+    // how far two look-alike states (say two positions of a long bounded count) behave the same.
+    int agreeing_depth(int32_t a, int32_t b, int max_depth) const;
 
 private:
     std::array<uint8_t, 256> class_of_{};

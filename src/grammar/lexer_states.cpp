@@ -4,13 +4,22 @@
 #include "grammar/compiled_grammar.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace hichat::grammar {
 
-LexerStates::Chunk::Chunk() : trans(new std::atomic<int32_t>[kChunkStates * 256]) {
-    for (size_t i = 0; i < size_t{kChunkStates} * 256; ++i) trans[i].store(kUnknown, std::memory_order_relaxed);
+LexerStates::Chunk::Chunk() {
+    for (auto& t : trans) t.store(kUnknown, std::memory_order_relaxed);
     for (auto& v : plain_step) v.store(kPending, std::memory_order_relaxed);
     for (auto& v : plain_run) v.store(kUnknown, std::memory_order_relaxed);
+}
+
+LexerStates::LexerStates(const CompiledGrammar& grammar) : g_(grammar) {
+    for (int32_t lex = 0; lex < g_.num_lexemes(); ++lex) {
+        const int n = g_.lexeme(lex).num_states();
+        auto& memo = pair_plain_step_.emplace_back(new std::atomic<int32_t>[n]);
+        for (int i = 0; i < n; ++i) memo[i].store(kPending, std::memory_order_relaxed);
+    }
 }
 
 LexerStates::~LexerStates() {
@@ -75,6 +84,25 @@ std::string LexerStates::key(int32_t state) const {
     return std::string(reinterpret_cast<const char*>(p.data()), p.size() * sizeof(p[0]));
 }
 
+std::string LexerStates::family(int32_t state) const {
+    std::string f;
+    for (auto [lex, s] : chunk(state).pairs[slot(state)]) f.append(reinterpret_cast<const char*>(&lex), sizeof(lex));
+    return f;
+}
+
+int LexerStates::agreeing_depth(int32_t state, std::string_view other_key, int max_depth) const {
+    const Pairs& pairs = chunk(state).pairs[slot(state)];
+    if (other_key.size() != pairs.size() * sizeof(pairs[0])) return 0;
+    int depth = max_depth;
+    for (size_t i = 0; i < pairs.size() && depth > 0; ++i) {
+        int32_t other[2];  // (lexeme, automaton state)
+        std::memcpy(other, other_key.data() + i * sizeof(other), sizeof(other));
+        if (other[0] != pairs[i].first) return 0;
+        depth = std::min(depth, g_.lexeme(other[0]).agreeing_depth(pairs[i].second, other[1], depth));
+    }
+    return depth;
+}
+
 int32_t LexerStates::accepted_id_of(const std::vector<int32_t>& lexemes) {
     std::lock_guard lock(mu_);
     std::string k(reinterpret_cast<const char*>(lexemes.data()), lexemes.size() * sizeof(lexemes[0]));
@@ -102,50 +130,87 @@ constexpr Utf8Group kUtf8Groups[] = {
     {{{0xF4, 0xF4}, {0x80, 0x8F}, {0x80, 0xBF}, {0x80, 0xBF}}, 4},
 };
 
-}  // namespace
+// A few automaton states (UTF-8 continuations of a byte range rarely fan out).
+constexpr int kMaxSet = 8;
+struct StateSet {
+    int32_t s[kMaxSet];
+    int n = 0;
+};
 
-// Runs the sets of states reached by every sequence of each group at once.
-int32_t LexerStates::plain_step_utf8(int32_t state) {
-    bool died = false;
-    std::vector<int32_t> ends;
-    for (const Utf8Group& g : kUtf8Groups) {
-        std::vector<int32_t> cur{state}, nxt;
-        for (int k = 0; k < g.len; ++k) {
-            nxt.clear();
-            for (int32_t s : cur) {
-                for (int b = g.bytes[k].lo; b <= g.bytes[k].hi; ++b) {
-                    const int32_t t = next(s, static_cast<uint8_t>(b));
-                    if (t != kDead) {
-                        nxt.push_back(t);
-                    } else if (accepting(s)) {
-                        return kMixed;  // a lexeme would end inside a plain token
-                    } else {
-                        died = true;
-                    }
-                }
-            }
-            std::sort(nxt.begin(), nxt.end());
-            nxt.erase(std::unique(nxt.begin(), nxt.end()), nxt.end());
-            cur.swap(nxt);
+// The automaton states reached from the states `from` by every byte of `range`, without repeats; false if some byte kills one of them or there are more than kMaxSet.
+bool step_range(const LexemeDfa& d, const StateSet& from, ByteRange range, StateSet& to) {
+    to.n = 0;
+    for (int i = 0; i < from.n; ++i) {
+        for (int b = range.lo; b <= range.hi; ++b) {
+            const int32_t t = d.next(from.s[i], static_cast<uint8_t>(b));
+            if (t == LexemeDfa::kDead) return false;
+            if (std::find(to.s, to.s + to.n, t) != to.s + to.n) continue;
+            if (to.n == kMaxSet) return false;
+            to.s[to.n++] = t;
         }
-        ends.insert(ends.end(), cur.begin(), cur.end());
     }
-    std::sort(ends.begin(), ends.end());
-    ends.erase(std::unique(ends.begin(), ends.end()), ends.end());
-    if (ends.empty()) return kDead;
-    return !died && ends.size() == 1 ? ends[0] : kMixed;
+    return true;
 }
 
+}  // namespace
+
+// Works on the lexeme's own automaton (no lexer states are made): ASCII plain bytes one by one,
+// UTF-8 sequences a byte range at a time. Dying inside a UTF-8 sequence counts as mixed (the
+// lexer state would change before it dies), which only makes the slicer give up more often.
+int32_t LexerStates::pair_plain_step(int32_t lexeme, int32_t s) {
+    std::atomic<int32_t>& memo = pair_plain_step_[lexeme][s];
+    if (const int32_t known = memo.load(std::memory_order_acquire); known != kPending) return known;
+    const LexemeDfa& d = g_.lexeme(lexeme);
+    int32_t result = d.next(s, ' ');
+    for (int b = 0x21; b <= 0x7E && result != kMixed; ++b) {
+        if (b == '"' || b == '\\') continue;
+        if (d.next(s, static_cast<uint8_t>(b)) != result) result = kMixed;
+    }
+    for (const Utf8Group& g : kUtf8Groups) {
+        if (result == kMixed) break;
+        if (result == LexemeDfa::kDead) {
+            for (int b = g.bytes[0].lo; b <= g.bytes[0].hi && result != kMixed; ++b) {
+                if (d.next(s, static_cast<uint8_t>(b)) != LexemeDfa::kDead) result = kMixed;
+            }
+            continue;
+        }
+        StateSet cur, nxt;
+        cur.s[0] = s;
+        cur.n = 1;
+        for (int k = 0; k < g.len && result != kMixed; ++k) {
+            if (!step_range(d, cur, g.bytes[k], nxt)) result = kMixed;
+            cur = nxt;
+        }
+        if (result != kMixed && (cur.n != 1 || cur.s[0] != result)) result = kMixed;
+    }
+    memo.store(result, std::memory_order_release);  // a race computes the same value twice
+    return result;
+}
+
+// From the pairs' own steps: the lexer state after any plain character keeps the pairs that do not
+// die at its first byte, each moved to its one next state; any pair that depends on the character
+// makes the step mixed.
 int32_t LexerStates::plain_step(int32_t state) {
     std::atomic<int32_t>& memo = chunk(state).plain_step[slot(state)];
     if (const int32_t known = memo.load(std::memory_order_acquire); known != kPending) return known;
-    int32_t result = next(state, ' ');
-    for (int b = 0x21; b <= 0x7E && result != kMixed; ++b) {
-        if (b == '"' || b == '\\') continue;
-        if (next(state, static_cast<uint8_t>(b)) != result) result = kMixed;
+    int32_t result = kPending;
+    Pairs next;
+    for (auto [lex, s] : chunk(state).pairs[slot(state)]) {
+        const int32_t t = pair_plain_step(lex, s);
+        if (t == kMixed) {
+            result = kMixed;
+            break;
+        }
+        if (t != LexemeDfa::kDead) next.emplace_back(lex, t);  // still sorted: one pair per lexeme
     }
-    if (result == kDead && accepting(state)) result = kMixed;  // a lexeme ends before a plain character
-    if (result != kMixed && plain_step_utf8(state) != result) result = kMixed;
+    if (result != kMixed) {
+        if (next.empty()) {
+            result = accepting(state) ? kMixed : kDead;  // a lexeme ends before a plain character
+        } else {
+            std::lock_guard lock(mu_);
+            result = intern_locked(std::move(next));
+        }
+    }
     memo.store(result, std::memory_order_release);  // a race computes the same value twice
     return result;
 }

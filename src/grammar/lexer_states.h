@@ -15,6 +15,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -27,15 +28,20 @@ class LexerStates {
 public:
     static constexpr int32_t kDead = -1;
 
-    explicit LexerStates(const CompiledGrammar& grammar) : g_(grammar) {}
+    explicit LexerStates(const CompiledGrammar& grammar);
     ~LexerStates();
     LexerStates(const LexerStates&) = delete;
     LexerStates& operator=(const LexerStates&) = delete;
 
     // The state before any byte of a lexeme, when `lexemes` (sorted) are allowed; kDead if none.
     int32_t start_state(std::span<const int32_t> lexemes);
-    int32_t next(int32_t state, uint8_t byte) {
-        const int32_t t = chunk(state).trans[slot(state) * 256 + byte].load(std::memory_order_acquire);
+    int32_t next(int32_t state, uint8_t byte) { return next_in(row(state), state, byte); }
+    // For walks that read many bytes from one state: its transitions (256, kUnknown until computed)
+    // looked up once, then next_in(row(state), state, byte) == next(state, byte).
+    using Row = const std::atomic<int32_t>*;
+    Row row(int32_t state) const { return &chunk(state).trans[slot(state) * 256]; }
+    int32_t next_in(Row row, int32_t state, uint8_t byte) {
+        const int32_t t = row[byte].load(std::memory_order_acquire);
         return t != kUnknown ? t : compute_next(state, byte);
     }
     bool accepting(int32_t state) const { return !accepted(state).empty(); }
@@ -45,6 +51,11 @@ public:
     int num_states() const { return num_states_.load(std::memory_order_acquire); }
     // The state's content as bytes (its sorted pairs).
     std::string key(int32_t state) const;
+    // The lexemes of the state's pairs as bytes: states of one family can be look-alikes.
+    std::string family(int32_t state) const;
+    // How far `state` and the state whose key() is other_key behave the same (the least
+    // LexemeDfa::agreeing_depth of their pairs, capped at max_depth); 0 unless they are one family.
+    int agreeing_depth(int32_t state, std::string_view other_key, int max_depth) const;
     // The accepted_id of a set of lexemes (sorted), interned if new.
     int32_t accepted_id_of(const std::vector<int32_t>& lexemes);
 
@@ -65,7 +76,7 @@ private:
 
     struct Chunk {
         Chunk();
-        std::unique_ptr<std::atomic<int32_t>[]> trans;  // [kChunkStates * 256], kUnknown until computed
+        std::atomic<int32_t> trans[kChunkStates * 256];  // kUnknown until computed; inline: one load to a row
         std::array<Pairs, kChunkStates> pairs;
         std::array<std::vector<int32_t>, kChunkStates> accepted;
         std::array<int32_t, kChunkStates> accepted_id{};
@@ -81,7 +92,9 @@ private:
     // The one state every plain character leads to from `state`, kDead if every one dies without a
     // lexeme boundary, else kMixed.
     int32_t plain_step(int32_t state);
-    int32_t plain_step_utf8(int32_t state);
+    // plain_step of one (lexeme, automaton state) pair, memoised: the one automaton state every
+    // plain character leads to, kDead if the first byte of every one kills it, else kMixed.
+    int32_t pair_plain_step(int32_t lexeme, int32_t s);
     int plain_run_capped(int32_t state);
     static constexpr int kRunCap = 256;  // plain_run memo: longer runs count as unbounded
 
@@ -91,6 +104,7 @@ private:
     std::atomic<int32_t> num_states_{0};
     std::unordered_map<std::string, int32_t> ids_;
     std::unordered_map<std::string, int32_t> accepted_ids_;
+    std::vector<std::unique_ptr<std::atomic<int32_t>[]>> pair_plain_step_;  // [lexeme][automaton state], kPending
 };
 
 }  // namespace hichat::grammar

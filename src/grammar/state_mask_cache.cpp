@@ -27,6 +27,21 @@ std::shared_ptr<const StateMask> StateMaskCache::get(std::string_view key, const
     return slot->mask;
 }
 
+void StateMaskCache::note_recent(const std::string& family, const std::string& key,
+                                 std::shared_ptr<const StateMask> mask) {
+    std::lock_guard lock(recent_mu_);
+    Recent& r = recent_[family];
+    r.erase(std::remove_if(r.begin(), r.end(), [&](const auto& e) { return e.first == key; }), r.end());
+    r.emplace(r.begin(), key, std::move(mask));
+    if (r.size() > kRecentPerFamily) r.pop_back();
+}
+
+StateMaskCache::Recent StateMaskCache::recent(const std::string& family) const {
+    std::lock_guard lock(recent_mu_);
+    auto it = recent_.find(family);
+    return it != recent_.end() ? it->second : Recent{};
+}
+
 size_t StateMaskCache::num_entries() const {
     std::shared_lock lock(mu_);
     return slots_.size();

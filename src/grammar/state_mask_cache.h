@@ -37,6 +37,14 @@ public:
     std::shared_ptr<const StateMask> get(std::string_view key, const std::function<StateMask()>& compute);
     size_t num_entries() const;
 
+    // The masks noted lately for lexer states of one family (LexerStates::family), newest first,
+    // with their keys: a new state's mask can start from a look-alike's (two positions of one
+    // bounded string share all tokens shorter than the distance to the bound).
+    static constexpr size_t kRecentPerFamily = 4;
+    using Recent = std::vector<std::pair<std::string, std::shared_ptr<const StateMask>>>;
+    void note_recent(const std::string& family, const std::string& key, std::shared_ptr<const StateMask> mask);
+    Recent recent(const std::string& family) const;
+
 private:
     struct Slot {
         std::once_flag once;
@@ -44,6 +52,8 @@ private:
     };
     mutable std::shared_mutex mu_;
     std::unordered_map<std::string, std::shared_ptr<Slot>> slots_;
+    mutable std::mutex recent_mu_;
+    std::unordered_map<std::string, Recent> recent_;  // by family
 };
 
 // The StateMaskCache of each vocabulary a grammar has been used with. Thread-safe.

@@ -42,6 +42,15 @@ VocabTrie build_trie(const std::vector<std::string>& tb, std::vector<int32_t> id
     sentinel.tokens_begin = static_cast<uint32_t>(trie.tokens.size());
     sentinel.subtree_end = static_cast<uint32_t>(nodes.size() + 1);
     nodes.push_back(sentinel);
+    // Children come after their parent: from the back, a node's children are done before it.
+    trie.max_depth.assign(nodes.size(), 0);
+    for (size_t i = nodes.size() - 1; i-- > 0;) {
+        uint16_t d = nodes[i].depth;
+        for (uint32_t c = static_cast<uint32_t>(i) + 1; c < nodes[i].subtree_end; c = nodes[c].subtree_end) {
+            d = std::max(d, trie.max_depth[c]);
+        }
+        trie.max_depth[i] = d;
+    }
     return trie;
 }
 

@@ -29,6 +29,7 @@ struct TrieNode {
 struct VocabTrie {
     std::vector<TrieNode> nodes;  // [0] root, last: sentinel
     std::vector<int32_t> tokens;  // token ids by node: nodes[i].tokens_begin .. nodes[i + 1].tokens_begin
+    std::vector<uint16_t> max_depth;  // by node: the depth of the deepest node of its subtree
 };
 
 class TokenizerInfo {

@@ -2,6 +2,7 @@
 // LexerStates::plain_run) and the per-state mask cache shared by matchers of one grammar, checked
 // against the brute-force mask on a vocabulary rich in multi-character plain tokens, for bounded
 // strings, patterns, enums, formats and free strings; from one thread and from several at once.
+// Also the look-alike path (a state's mask from a similar state's, LexemeDfa::agreeing_depth).
 #include <random>
 #include <thread>
 
@@ -154,6 +155,59 @@ TEST(Slicer, RegexOutsideStringsEqualsBruteForce) {
     std::string failure;
     walk_and_compare(r.value(), vocab, 8, 20, &failure);
     EXPECT_TRUE(failure.empty()) << failure;
+}
+
+TEST(LexemeDfa, AgreeingDepthIsTheDistanceToTheBound) {
+    auto g = compile_regex("x[a-z]{0,20}").value();
+    ASSERT_EQ(g->num_lexemes(), 1);
+    const LexemeDfa& d = g->lexeme(0);
+    const int32_t s1 = d.next(d.start(), 'x'), s2 = d.next(s1, 'a'), s3 = d.next(s2, 'b');
+    EXPECT_EQ(d.agreeing_depth(s1, s1, 64), 64);
+    EXPECT_EQ(d.agreeing_depth(s1, s2, 64), 19);  // 20 letters more: alive from s1 only
+    EXPECT_EQ(d.agreeing_depth(s2, s3, 64), 18);
+    EXPECT_EQ(d.agreeing_depth(s1, s2, 5), 5);
+    EXPECT_EQ(d.agreeing_depth(d.start(), s1, 64), 0);  // accepting from s1 only
+}
+
+// Unsliced states with long bounded counts: each position's mask starts from the previous one's
+// (look_alike), and only the trie below the depth where they part is walked again.
+const char* kLookAlikeSchemas[] = {
+    R"({"type":"string","format":"hostname"})",
+    R"({"type":"string","pattern":"^[a-z0-9-]{0,40}$"})",
+    R"({"type":"array","items":{"type":"string","pattern":"^[a-c]{2,30}x$"},"maxItems":3})",
+    R"({"type":"object","properties":{"e":{"type":"string","format":"email"},"h":{"type":"string","format":"hostname"}},"required":["e","h"]})",
+};
+
+// Single printable bytes, then long runs of count characters (up to 36 bytes, past the counts'
+// bounds) so that the tokens deeper than where two positions part are many.
+std::shared_ptr<const TokenizerInfo> long_runs_vocab() {
+    std::vector<std::string> t = {"<eos>", "\"", "\":", ",\"", "\"}", "\"]"};
+    for (char c = ' '; c <= '~'; ++c) t.push_back(std::string(1, c));
+    for (const std::string unit : {"a", "ab", "z-", "7", "a.", "b@c"}) {
+        for (std::string run = unit + unit; run.size() <= 36; run += unit) {
+            t.push_back(run);
+            t.push_back(run + "\"");
+        }
+    }
+    return TokenizerInfo::create(t, {0}).value();
+}
+
+TEST(Slicer, LookAlikeStatesGiveTheBruteForceMask) {
+    for (const auto& vocab : {sliced_vocab(), long_runs_vocab()}) {
+        for (int i = 0; i < static_cast<int>(std::size(kLookAlikeSchemas)); ++i) {
+            auto g = compile_json_schema(kLookAlikeSchemas[i]);
+            ASSERT_TRUE(g.ok()) << i << ": " << g.status().message();
+            std::string failure;
+            const int compared = walk_and_compare(g.value(), vocab, 200 + i, 25, &failure);
+            ASSERT_TRUE(failure.empty()) << "schema " << i << ": " << failure;
+            EXPECT_GT(compared, 40) << i;
+        }
+        auto r = compile_regex("[a-z]{2,40}(\u00e9|x)*");
+        ASSERT_TRUE(r.ok()) << r.status().message();
+        std::string failure;
+        walk_and_compare(r.value(), vocab, 9, 20, &failure);
+        EXPECT_TRUE(failure.empty()) << failure;
+    }
 }
 
 TEST(Slicer, MatchersOnSeveralThreadsShareOneCacheAndStayExact) {
