@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "tokenizer/utf8.h"
+
 namespace hichat::api {
 namespace {
 
@@ -15,24 +17,6 @@ int hex_value(char c) {
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
     if (c >= 'A' && c <= 'F') return c - 'A' + 10;
     return -1;
-}
-
-void append_utf8(uint32_t cp, std::string& out) {
-    if (cp < 0x80) {
-        out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-        out += static_cast<char>(0xc0 | (cp >> 6));
-        out += static_cast<char>(0x80 | (cp & 0x3f));
-    } else if (cp < 0x10000) {
-        out += static_cast<char>(0xe0 | (cp >> 12));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-        out += static_cast<char>(0x80 | (cp & 0x3f));
-    } else {
-        out += static_cast<char>(0xf0 | (cp >> 18));
-        out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-        out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-        out += static_cast<char>(0x80 | (cp & 0x3f));
-    }
 }
 
 // \uXXXX at text[at] (the backslash): the code unit, or -1 when cut short, -2 when not hex.
@@ -168,7 +152,7 @@ JsonScan scan_json_string(std::string_view text, size_t at, size_t& end, std::st
             cp = 0x10000 + ((cp - 0xd800) << 10) + (static_cast<uint32_t>(low) - 0xdc00);
             i += 6;
         }
-        if (decoded != nullptr) append_utf8(cp, *decoded);
+        if (decoded != nullptr) tokenizer::append_utf8(static_cast<char32_t>(cp), *decoded);
     }
     return JsonScan::kIncomplete;
 }

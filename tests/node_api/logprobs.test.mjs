@@ -19,21 +19,6 @@ before(async () => {
 });
 after(async () => { assert.equal(await server.stop(), 0); });
 
-// The log-softmax of the last row of `hichat score` over `ids` (float64), sorted with ids.
-function scoreLastRow(ids) {
-  const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'hichat-score-')), 'logits.f32');
-  execFileSync(BIN, ['score', '--model', modelDir, '--ids', ids.join(','), '--out', out, '--device', 'cpu',
-    '--threads', '2'], { stdio: ['ignore', 'ignore', 'pipe'] });
-  const all = new Float32Array(fs.readFileSync(out).buffer.slice(0));
-  const vocab = all.length / ids.length;
-  const row = Array.from(all.subarray(all.length - vocab));
-  const max = Math.max(...row);
-  const lse = max + Math.log(row.reduce((s, v) => s + Math.exp(v - max), 0));
-  const lp = row.map((v) => v - lse);
-  const order = lp.map((v, i) => [v, i]).sort((a, b) => b[0] - a[0] || a[1] - b[1]);
-  return { lp, order };
-}
-
 // The log-softmax of every row of `hichat score` over `ids` (float64).
 function scoreAllRows(ids) {
   const out = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'hichat-score-')), 'logits.f32');
@@ -49,6 +34,13 @@ function scoreAllRows(ids) {
     rows.push(row.map((v) => v - lse));
   }
   return rows;
+}
+
+// The last of those rows, with its ids sorted by log-probability (ties: the lower id first).
+function scoreLastRow(ids) {
+  const lp = scoreAllRows(ids).at(-1);
+  const order = lp.map((v, i) => [v, i]).sort((x, y) => y[0] - x[0] || x[1] - y[1]);
+  return { lp, order };
 }
 
 async function post(pathname, body) {
