@@ -5,21 +5,23 @@
 #include <cstring>
 
 #include "base/dtype.h"
+#include "model/fp8_dequant.h"
 
 namespace hichat::executor {
 namespace {
 
 using model::WeightTensor;
 
-// Appends `t` (any stored dtype) to `out` as bf16 bits.
+// Appends `t` (any stored dtype; FP8 dequantized with its scales) to `out` as bf16 bits.
 void append_bf16(const WeightTensor& t, std::vector<uint16_t>& out) {
     const int64_t n = t.num_elements();
     const size_t base = out.size();
     out.resize(base + static_cast<size_t>(n));
+    if (t.dtype == DType::kF8E4M3) return model::dequantize_fp8_to_bf16(t, out.data() + base);
     const auto* bytes = static_cast<const unsigned char*>(t.data);
     for (int64_t i = 0; i < n; ++i) {
         uint16_t h;
-        float f;
+        float f = 0.0f;
         switch (t.dtype) {
             case DType::kBF16:
                 std::memcpy(&h, bytes + 2 * i, 2);
@@ -31,6 +33,8 @@ void append_bf16(const WeightTensor& t, std::vector<uint16_t>& out) {
                 break;
             case DType::kF32:
                 std::memcpy(&f, bytes + 4 * i, 4);
+                break;
+            case DType::kF8E4M3:  // dequantized above
                 break;
         }
         out[base + static_cast<size_t>(i)] = f32_to_bf16(f);
