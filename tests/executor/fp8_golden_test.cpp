@@ -1,7 +1,7 @@
 // FP8 copies of the golden fixtures in every layout HiChat reads (tests/model/fp8_checkpoint_writer):
-// HiChat dequantizes FP8 weights on load, so an FP8 checkpoint's logits must equal those of the bf16
-// checkpoint holding the dequantized weights, exactly on the CPU and within bf16 tolerance on CUDA
-// (which skips visibly without a device). Against transformers' bf16 logits of the unquantized
+// the CPU dequantizes FP8 weights on load, so an FP8 checkpoint's logits must equal those of the bf16
+// checkpoint holding the dequantized weights exactly; CUDA (which skips visibly without a device) runs
+// FP8 kernels and is compared with that CPU run. Against transformers' bf16 logits of the unquantized
 // weights, the relative error and top-1 agreement (the quantization error) are printed and bounded.
 #include <gtest/gtest.h>
 
@@ -84,10 +84,16 @@ TEST_P(Fp8GoldenTest, CpuLogitsEqualTheDequantizedCheckpoint) {
     const double top1 = top1_agreement(got, transformers_, vocab);
     std::printf("[cpu fp8] %s: vs transformers bf16 relative error %.3e, top-1 agreement %.4f\n", name().c_str(), err,
                 top1);
-    EXPECT_LT(err, 0.1) << name();  // E4M3 keeps 3 mantissa bits: a few percent on these weights
-    EXPECT_GT(top1, 0.8) << name();
+    // E4M3 keeps 3 mantissa bits: 3.6% RMS per weight, 11-18% on these logits of 2-layer random models
+    // with small margins (a wrong scale or block grid gives errors near 1).
+    EXPECT_LT(err, 0.25) << name();
+    EXPECT_GT(top1, 0.6) << name();
 }
 
+// CUDA keeps per-tensor and per-channel FP8 weights in FP8: a prefill's linear layers quantize their
+// input per token (FP8 GEMM), a one-token step reads bf16 activations (FP8 GEMV); block-scaled ones run
+// dequantized. The prefill of all but the last token, then the last token alone, against the CPU on
+// the dequantized weights (which does not quantize activations).
 TEST_P(Fp8GoldenTest, CudaLogitsMatchTheDequantizedCheckpointOnCpu) {
     if (!cuda_available()) GTEST_SKIP() << "SKIPPED: no CUDA device";
     auto runner = make_runner(*fp8_, {.device = DeviceKind::kCuda,
@@ -97,13 +103,32 @@ TEST_P(Fp8GoldenTest, CudaLogitsMatchTheDequantizedCheckpointOnCpu) {
                                       .max_context_tokens = 512});
     ASSERT_TRUE(runner.ok()) << runner.status().message();
     CpuRunner ref_runner(*ref_, {.num_threads = 2, .num_kv_blocks = 32});
-    const std::vector<float> got = score(**runner, ids_), want = score(ref_runner, ids_);
-    const size_t vocab = static_cast<size_t>(fp8_->config().vocab_size);
-    const double err = testing::relative_error(got, want);
-    std::printf("[cuda fp8] %s: vs CPU on the dequantized weights relative error %.3e, top-1 agreement %.4f; "
-                "vs transformers bf16 %.3e\n",
-                name().c_str(), err, top1_agreement(got, want, vocab), testing::relative_error(got, transformers_));
-    EXPECT_LT(err, 3e-2) << name();
+    const std::vector<float> want = score(ref_runner, ids_);
+    const size_t vocab = static_cast<size_t>(fp8_->config().vocab_size), n = ids_.size();
+    const auto table = identity_block_table(static_cast<int>(n), (*runner)->kv_block_size_tokens());
+    ForwardBatch batch;
+    const std::vector<int32_t> prompt(ids_.begin(), ids_.end() - 1);
+    batch.seqs.push_back({.block_table = table, .pos0 = 0, .tokens = prompt, .all_logits = true});
+    std::vector<float> prefill, decode;
+    (*runner)->forward(batch, prefill);
+    batch.seqs[0].pos0 = static_cast<int32_t>(n - 1);
+    batch.seqs[0].tokens = std::span<const int32_t>(&ids_.back(), 1);
+    batch.seqs[0].all_logits = false;
+    (*runner)->forward(batch, decode);
+    const std::vector<float> want_prefill(want.begin(), want.end() - static_cast<std::ptrdiff_t>(vocab));
+    const std::vector<float> want_decode(want.end() - static_cast<std::ptrdiff_t>(vocab), want.end());
+    const double prefill_err = testing::relative_error(prefill, want_prefill);
+    const double decode_err = testing::relative_error(decode, want_decode);
+    const double top1 = top1_agreement(prefill, want_prefill, vocab);
+    std::printf("[cuda fp8] %s: vs CPU on the dequantized weights: prefill relative error %.3e, top-1 %.4f; "
+                "one-token step %.3e; prefill vs transformers bf16 %.3e\n",
+                name().c_str(), prefill_err, top1, decode_err,
+                testing::relative_error(prefill, std::vector<float>(transformers_.begin(),
+                                                                    transformers_.end() - static_cast<std::ptrdiff_t>(vocab))));
+    // FP8 activations (3 mantissa bits) in the prefill's GEMMs; the one-token step reads bf16 ones.
+    EXPECT_LT(prefill_err, 0.25) << name();
+    EXPECT_GT(top1, 0.6) << name();
+    EXPECT_LT(decode_err, 0.25) << name();
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Fp8GoldenTest,

@@ -1,0 +1,99 @@
+// fp8_gemv: d[n] (+)= (W[n, k] a[k]) * w_scale[n] for a one-token step over FP8 (E4M3) weights: the
+// bf16 gemv's scheme (gemv_common.cuh: warps per row, k split, reduction in slice order) with 16 weights
+// per 16-byte load, converted to f16 pairs by the hardware (cvt e4m3x2 -> f16x2) and multiplied with
+// the bf16 activations in fp32; the row's scale is applied once to its sum. Half the weight bytes of
+// the bf16 gemv per row. One template parameter (the split count): four instances.
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+
+#include "backend/cuda/gemv_common.cuh"
+#include "backend/cuda/kernel_util.cuh"
+#include "backend/cuda/ops.h"
+
+namespace hichat::cuda {
+namespace {
+
+using kernels::Bf16x8;
+using namespace gemv_parts;
+
+constexpr int kUnroll = 8;   // 16-byte weight loads in flight per lane (128 weights)
+
+__device__ __forceinline__ int4 load_weight(const int4* p) {   // streamed past L1, as in gemv.cu
+    int4 v;
+    asm("ld.global.nc.L1::no_allocate.v4.s32 {%0, %1, %2, %3}, [%4];"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
+    return v;
+}
+
+// acc += w . a over 16 weights (one 16-byte word) and the matching 16 activations (two Bf16x8).
+__device__ __forceinline__ void fma16(float& acc, const int4& w, const Bf16x8& a0, const Bf16x8& a1) {
+    const uint32_t words[4] = {static_cast<uint32_t>(w.x), static_cast<uint32_t>(w.y), static_cast<uint32_t>(w.z),
+                               static_cast<uint32_t>(w.w)};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const Bf16x8& a = i < 2 ? a0 : a1;
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+            const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(
+                static_cast<__nv_fp8x2_storage_t>((words[i] >> (16 * half)) & 0xffffu), __NV_E4M3);
+            const float2 wf = __half22float2(*reinterpret_cast<const __half2*>(&h));
+            const float2 af = __bfloat1622float2(a.h[(i % 2) * 2 + half]);
+            acc = fmaf(wf.x, af.x, acc);
+            acc = fmaf(wf.y, af.y, acc);
+        }
+    }
+}
+
+// grid: ceil(n / (kWarpsPerBlock / kSplits)). Word c of a row is weights [16c, 16c + 16) and
+// activation words 2c, 2c + 1.
+template <int kSplits>
+__global__ void __launch_bounds__(kThreads, 8) fp8_gemv_kernel(const bf16* __restrict__ a, const uint8_t* __restrict__ w,
+                                                            const float* __restrict__ w_scale, void* __restrict__ d,
+                                                            int n, int k, bool f32_out, bool accumulate) {
+    __shared__ float partial[kWarpsPerBlock][1];
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int row = blockIdx.x * (kWarpsPerBlock / kSplits) + warp / kSplits;
+    if (kSplits == 1 && row >= n) return;
+    const int4* w_row = reinterpret_cast<const int4*>(w + static_cast<int64_t>(min(row, n - 1)) * k);
+    const Bf16x8* x = reinterpret_cast<const Bf16x8*>(a);
+    kernels::pdl_wait();
+    float sum[1] = {0.0f};
+    const Slice s = slice_of<kSplits>(k / 16, warp % kSplits);
+    int c = s.begin + lane;
+    for (; c + 32 * (kUnroll - 1) < s.end; c += 32 * kUnroll) {
+        int4 wv[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) wv[u] = load_weight(&w_row[c + 32 * u]);
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) fma16(sum[0], wv[u], x[2 * (c + 32 * u)], x[2 * (c + 32 * u) + 1]);
+    }
+    for (; c < s.end; c += 32) fma16(sum[0], load_weight(&w_row[c]), x[2 * c], x[2 * c + 1]);
+    kernels::pdl_launch_dependents();
+    if (!reduce_rows<kSplits>(sum, partial, warp, lane, row < n)) return;
+    const float v = sum[0] * w_scale[row];
+    if (f32_out) {
+        float* out = static_cast<float*>(d);
+        out[row] = accumulate ? out[row] + v : v;
+    } else {
+        static_cast<bf16*>(d)[row] = __float2bfloat16(v);
+    }
+}
+
+}  // namespace
+
+bool fp8_gemv_applies(const void* a, const void* w, const void* d, int m, int k) {
+    return m == 1 && k % 16 == 0 && k > 0 && kernels::host_aligned16(a) && kernels::host_aligned16(w) &&
+           kernels::host_aligned(d, 4);
+}
+
+cudaError_t fp8_gemv(const bf16* a, const uint8_t* w, const float* w_scale, void* d, bool f32_out, int m, int n,
+                     int k, bool accumulate, cudaStream_t stream) {
+    if (n == 0) return cudaSuccess;
+    if (!fp8_gemv_applies(a, w, d, m, k) || n < 0 || w_scale == nullptr || (accumulate && !f32_out)) {
+        return cudaErrorInvalidValue;
+    }
+    return launch_split(choose_splits(n, k / 16), n, stream, fp8_gemv_kernel<1>, fp8_gemv_kernel<2>,
+                        fp8_gemv_kernel<4>, fp8_gemv_kernel<8>, a, w, w_scale, d, n, k, f32_out, accumulate);
+}
+
+}  // namespace hichat::cuda
