@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# FP8 checkpoints on the GPU machine, from the repo root with the bundle in .bundle (hichat,
-# executor_tests; Llama-3.2 tokenizer in .bundle/tok.tar.gz):
+# FP8 on the GPU machine, from the repo root with the bundle in .bundle (hichat, executor_tests,
+# backend_cuda_tests, cuda_ops_bench; Llama-3.2 tokenizer in .bundle/tok.tar.gz):
+#  0. the FP8 op tests (and memcheck on them), cuda_ops_bench fp8;
 #  1. the FP8 golden tests (every fixture x layout, CUDA against the CPU on the dequantized weights) and
 #     compute-sanitizer memcheck on a few of them;
 #  2. the random 1B written as bf16 by transformers and as FP8 by scripts/make_fp8_checkpoint.py in each
@@ -13,11 +14,19 @@ export PATH="$PATH:/usr/local/cuda/bin:/usr/local/cuda/compute-sanitizer"
 log=$OUT; table=$log/table.txt; : > $table
 row() { printf '%-48s %s\n' "$1" "$2" | tee -a $table; }
 
+timeout 120 backend_cuda_tests --gtest_filter='Fp8Test.*:Gemm*' > $log/ops.log 2>&1
+row "backend_cuda_tests Fp8Test+Gemm rc=$?" "$(grep -E '^\[  (PASSED|FAILED) +\]' $log/ops.log | tr '\n' ' ')"
+grep -E "Failure|Which is|seed" $log/ops.log | head -12 | sed 's/^/  /' | tee -a $table
+timeout 150 compute-sanitizer --tool memcheck backend_cuda_tests --gtest_filter='Fp8Test.*' > $log/memcheck_ops.log 2>&1
+row "memcheck Fp8Test rc=$?" "$(grep -E 'ERROR SUMMARY' $log/memcheck_ops.log | tail -1)"
+timeout 120 cuda_ops_bench fp8 > $log/bench_fp8.log 2>&1
+row "cuda_ops_bench fp8 rc=$?" ""; grep -E "per layer|CUDA_CHECK" $log/bench_fp8.log | sed 's/^/  /' | tee -a $table
+
 timeout 240 executor_tests --gtest_filter='Fixtures/Fp8GoldenTest.*:Fixtures/CudaGoldenTest.*' > $log/fp8_golden.log 2>&1
 row "executor_tests Fp8Golden+CudaGolden rc=$?" "$(grep -E '^\[  (PASSED|FAILED) +\]' $log/fp8_golden.log | tr '\n' ' ')"
 grep -E '^\[cuda fp8\]' $log/fp8_golden.log | sed 's/^/  /' | tee -a $table
 timeout 200 compute-sanitizer --tool memcheck executor_tests \
-  --gtest_filter='Fixtures/Fp8GoldenTest.Cuda*/llama3_*:Fixtures/Fp8GoldenTest.Cuda*/qwen3_hf_block' > $log/memcheck.log 2>&1
+  --gtest_filter='Fixtures/Fp8GoldenTest.Cuda*/llama3_ct_channel_dynamic:Fixtures/Fp8GoldenTest.Cuda*/qwen3_ct_tensor_static' > $log/memcheck.log 2>&1
 row "memcheck Fp8GoldenTest cuda rc=$?" "$(grep -E 'ERROR SUMMARY' $log/memcheck.log | tail -1) $(grep -E '^\[  (PASSED|FAILED)' $log/memcheck.log | tr '\n' ' ')"
 
 mkdir -p /tmp/tok && tar -C /tmp/tok -xzf .bundle/tok.tar.gz

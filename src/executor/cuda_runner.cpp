@@ -644,7 +644,12 @@ Result<std::unique_ptr<CudaRunner>> CudaRunner::create(const model::Checkpoint& 
     CUDA_CHECK(cudaSetDevice(config.device));
     CudaRunnerConfig c = config;
     if (c.max_context_tokens <= 0) c.max_context_tokens = checkpoint.config().max_position_embeddings;
-    auto weights = CudaWeights::upload(checkpoint);
+    cuda::Gemm probe;   // the heuristic of the runner's Gemm (same workspace size), for the shapes FP8 can take
+    const int max_tokens = c.max_num_tokens_per_step;
+    auto weights = CudaWeights::upload(checkpoint, [&](int64_t n, int64_t k) {
+        return probe.fp8_supported(2, static_cast<int>(n), static_cast<int>(k)) &&
+               probe.fp8_supported(std::max(2, max_tokens), static_cast<int>(n), static_cast<int>(k));
+    });
     if (!weights.ok()) return weights.status();
     auto impl = std::make_unique<Impl>(checkpoint, c, std::move(weights).value());
     HICHAT_RETURN_IF_ERROR(impl->allocate());

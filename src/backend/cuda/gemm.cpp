@@ -84,11 +84,8 @@ Plan& Gemm::Impl::plan_for(const PlanKey& key) {
     if (key.fp8) {
         // cuBLAS's A is our W (scales per its m = our n), its B our activations (per its n = our m).
         const int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
-        const int8_t fast_accum = 1;
         CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof(mode)));
         CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof(mode)));
-        CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast_accum,
-                                                      sizeof(fast_accum)));
     }
     // Column-major views: W^T is [k, n] (ld k), A^T is [k, m] (ld k), D^T is [n, m] (ld n).
     CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p.w_layout, in_type, key.k, key.n, key.k));
@@ -104,15 +101,25 @@ Plan& Gemm::Impl::plan_for(const PlanKey& key) {
     for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
                       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
         CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof(align)));
-    cublasLtMatmulHeuristicResult_t result{};
-    int num_results = 0;
-    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle, p.op, p.w_layout, p.a_layout, p.d_layout,
-                                                             p.d_layout, pref, 1, &result, &num_results);
-    cublasLtMatmulPreferenceDestroy(pref);
-    if (st == CUBLAS_STATUS_SUCCESS && num_results > 0) {
-        p.algo = result.algo;
-        p.has_algo = true;
+    // FP8: fast accumulation where cuBLASLt has an algorithm with it, else the exact one.
+    const int8_t fast_accum_tries[2] = {1, 0};
+    for (int attempt = 0; attempt < (key.fp8 ? 2 : 1); ++attempt) {
+        const int8_t fast_accum = fast_accum_tries[attempt];
+        if (key.fp8) {
+            CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast_accum,
+                                                          sizeof(fast_accum)));
+        }
+        cublasLtMatmulHeuristicResult_t result{};
+        int num_results = 0;
+        const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle, p.op, p.w_layout, p.a_layout, p.d_layout,
+                                                                 p.d_layout, pref, 1, &result, &num_results);
+        if (st == CUBLAS_STATUS_SUCCESS && num_results > 0) {
+            p.algo = result.algo;
+            p.has_algo = true;
+            break;
+        }
     }
+    cublasLtMatmulPreferenceDestroy(pref);
     return p;
 }
 
@@ -142,6 +149,16 @@ cudaError_t Gemm::run(const __nv_bfloat16* a, const __nv_bfloat16* w, void* d, G
                        p.d_layout, &p.algo, impl_->workspace.data(), impl_->workspace.num_bytes(), stream);
     if (st != CUBLAS_STATUS_SUCCESS) return cudaErrorUnknown;
     return cudaGetLastError();
+}
+
+bool Gemm::fp8_supported(int m, int n, int k) {
+    if (m <= 0 || n <= 0 || k <= 0 || k % 16 != 0 || n % 16 != 0) return false;
+    PlanKey key{m, n, k, GemmOut::kBf16, false, 16};
+    key.fp8 = true;
+    if (!impl_->plan_for(key).has_algo) return false;
+    key.out = GemmOut::kF32;
+    key.accumulate = true;
+    return impl_->plan_for(key).has_algo;
 }
 
 cudaError_t Gemm::run_fp8(const uint8_t* a, const float* a_scale, const uint8_t* w, const float* w_scale, void* d,

@@ -32,6 +32,9 @@ public:
     // k and n multiples of 16 and 16-byte aligned pointers).
     cudaError_t run_fp8(const uint8_t* a, const float* a_scale, const uint8_t* w, const float* w_scale, void* d,
                         GemmOut out_type, int m, int n, int k, bool accumulate, cudaStream_t stream);
+    // Whether run_fp8 has algorithms for m x n x k with 16-byte aligned pointers, bf16 out and fp32
+    // accumulated out.
+    bool fp8_supported(int m, int n, int k);
 
 private:
     struct Impl;
