@@ -140,13 +140,11 @@ Result<DeviceChoice> choose_device(const model::ModelConfig& cfg, const RunnerOp
     Result<DeviceChoice> choice = choose_backend(cfg, o, presence);
     if (!choice.ok() || !cfg.quant.quantized()) return choice;
     if (!choice->note.empty()) choice->note += "; ";
-    const bool fp8_kernels = choice->device == DeviceKind::kCuda && cfg.quant.weight_scale != model::WeightScaleKind::kBlock;
+    const bool cuda = choice->device == DeviceKind::kCuda && cfg.quant.weight_scale != model::WeightScaleKind::kBlock;
     choice->note += "checkpoint: " + cfg.quant.describe() +
-                    (fp8_kernels ? ": FP8 linear layers (FP8 GEMV at one token, else FP8 GEMM on per-token "
-                                   "quantized activations; matrices with a side not a multiple of 16 dequantized "
-                                   "to bf16)"
-                                 : ": its FP8 weights run dequantized to bf16 (FP8 kernels: CUDA, per-tensor and "
-                                   "per-channel scales)");
+                    (cuda ? ": linear layers stay FP8 where the GPU's FP8 GEMM (cuBLASLt, outer-vector scales) "
+                            "takes their shape, else they run dequantized to bf16"
+                          : ": its FP8 weights run dequantized to bf16");
     return choice;
 }
 

@@ -92,6 +92,7 @@ TEST_F(Fp8Test, GemmMatchesCpuOnTheQuantizedValues) {
     SCOPED_TRACE(seed);
     std::mt19937 rng(seed);
     Gemm gemm;
+    int refused = 0;
     struct Case { int m, n, k; };
     for (const Case c : {Case{1, 16, 16}, Case{3, 48, 80}, Case{17, 1024, 1024}, Case{128, 96, 4096}, Case{257, 512, 272}}) {
         const auto a = random_codes(rng, size_t{1} * c.m * c.k), w = random_codes(rng, size_t{1} * c.n * c.k);
@@ -108,6 +109,14 @@ TEST_F(Fp8Test, GemmMatchesCpuOnTheQuantizedValues) {
             }
         }
         DeviceBuffer d_a = upload(a), d_w = upload(w), d_as = upload(a_scale), d_ws = upload(w_scale);
+        if (!gemm.fp8_supported(c.m, c.n, c.k)) {   // then run_fp8 refuses it, and the runner dequantizes
+            DeviceBuffer d_d = poisoned(size_t{1} * c.m * c.n * 2);
+            EXPECT_EQ(gemm.run_fp8(d_a.as<uint8_t>(), d_as.as<float>(), d_w.as<uint8_t>(), d_ws.as<float>(), d_d.data(),
+                                   GemmOut::kBf16, c.m, c.n, c.k, false, nullptr),
+                      cudaErrorNotSupported);
+            ++refused;
+            continue;
+        }
         for (int variant = 0; variant < 2; ++variant) {   // bf16, fp32 accumulated
             SCOPED_TRACE(::testing::Message() << "m " << c.m << " n " << c.n << " k " << c.k << " variant " << variant);
             const bool acc = variant == 1;
@@ -124,6 +133,8 @@ TEST_F(Fp8Test, GemmMatchesCpuOnTheQuantizedValues) {
             EXPECT_LT(relative_error(out, want), 1e-2);
         }
     }
+    // cuBLASLt 13.1 on the H200 has no FP8 algorithm with outer-vector scales: every case is refused.
+    if (refused == 5) GTEST_SKIP() << "SKIPPED: cuBLASLt has no FP8 outer-vector-scale algorithm on this GPU (refused as such)";
 }
 
 TEST_F(Fp8Test, ShapesTheKernelsCannotTakeAreRefused) {

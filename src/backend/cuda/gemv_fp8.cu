@@ -50,6 +50,21 @@ __device__ __forceinline__ void fma16(float& acc, const int4& w, const Bf16x8& a
     }
 }
 
+// sum += the row's words from c on (c, c + 32, ...; c advances) while a whole pass of kLoads fits before
+// `end`, kLoads loads issued before their products. Passes of 8, then 4 and 2, then single words: a
+// lane of an 8B matrix split over two warps holds only 4-14 words, which single words would fetch one
+// round trip at a time.
+template <int kLoads>
+__device__ __forceinline__ void passes(const int4* w_row, const Bf16x8* x, int& c, int end, float& sum) {
+    for (; c + 32 * (kLoads - 1) < end; c += 32 * kLoads) {
+        int4 wv[kLoads];
+#pragma unroll
+        for (int u = 0; u < kLoads; ++u) wv[u] = load_weight(&w_row[c + 32 * u]);
+#pragma unroll
+        for (int u = 0; u < kLoads; ++u) fma16(sum, wv[u], x[2 * (c + 32 * u)], x[2 * (c + 32 * u) + 1]);
+    }
+}
+
 // grid: ceil(n / (kWarpsPerBlock / kSplits)). Word c of a row is weights [16c, 16c + 16) and
 // activation words 2c, 2c + 1.
 template <int kSplits>
@@ -66,13 +81,9 @@ __global__ void __launch_bounds__(kThreads, 8) fp8_gemv_kernel(const bf16* __res
     float sum[1] = {0.0f};
     const Slice s = slice_of<kSplits>(k / 16, warp % kSplits);
     int c = s.begin + lane;
-    for (; c + 32 * (kUnroll - 1) < s.end; c += 32 * kUnroll) {
-        int4 wv[kUnroll];
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) wv[u] = load_weight(&w_row[c + 32 * u]);
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) fma16(sum[0], wv[u], x[2 * (c + 32 * u)], x[2 * (c + 32 * u) + 1]);
-    }
+    passes<kUnroll>(w_row, x, c, s.end, sum[0]);
+    passes<kUnroll / 2>(w_row, x, c, s.end, sum[0]);
+    passes<kUnroll / 4>(w_row, x, c, s.end, sum[0]);
     for (; c < s.end; c += 32) fma16(sum[0], load_weight(&w_row[c]), x[2 * c], x[2 * c + 1]);
     kernels::pdl_launch_dependents();
     if (!reduce_rows<kSplits>(sum, partial, warp, lane, row < n)) return;
