@@ -1,5 +1,9 @@
 #include "base/dtype.h"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 namespace hichat {
 
 std::string_view dtype_name(DType t) {
@@ -7,6 +11,7 @@ std::string_view dtype_name(DType t) {
         case DType::kF32: return "F32";
         case DType::kF16: return "F16";
         case DType::kBF16: return "BF16";
+        case DType::kF8E4M3: return "F8_E4M3";
     }
     return "?";
 }
@@ -59,6 +64,48 @@ uint16_t f32_to_f16(float f) {
     uint32_t rem = mant & 0x1fffu;
     if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) ++half;
     return static_cast<uint16_t>(half);
+}
+
+float fp8_e4m3_to_f32(uint8_t q) {
+    const uint32_t sign = static_cast<uint32_t>(q & 0x80u) << 24;
+    const uint32_t exp = (q >> 3) & 0xfu;
+    const uint32_t mant = q & 0x7u;
+    float magnitude;
+    if (exp == 0xfu && mant == 0x7u) {
+        magnitude = std::numeric_limits<float>::quiet_NaN();
+    } else if (exp == 0) {
+        magnitude = std::ldexp(static_cast<float>(mant), -9);  // subnormal: mant * 2^-6 / 8
+    } else {
+        magnitude = std::ldexp(static_cast<float>(8u + mant), static_cast<int>(exp) - 10);
+    }
+    uint32_t bits;
+    std::memcpy(&bits, &magnitude, 4);
+    bits |= sign;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+}
+
+uint8_t f32_to_fp8_e4m3(float f) {
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    const uint8_t sign = static_cast<uint8_t>((bits >> 24) & 0x80u);
+    if (std::isnan(f)) return static_cast<uint8_t>(sign | 0x7fu);
+    const float a = std::fabs(f);
+    if (a >= kFp8E4M3Max) return static_cast<uint8_t>(sign | 0x7eu);  // saturate (infinity too)
+    // The spacing of representable values below a: 2^-9 for subnormals (a < 2^-6), else 2^(e-3).
+    int e = 0;
+    std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+    const int step_exp = std::max(e - 1 - 3, -9);
+    const float steps = std::nearbyint(std::ldexp(a, -step_exp));  // round half to even (default mode)
+    const float rounded = std::ldexp(steps, step_exp);
+    if (rounded == 0.0f) return sign;
+    if (rounded < std::ldexp(1.0f, -6)) return static_cast<uint8_t>(sign | static_cast<uint8_t>(steps));
+    int re = 0;
+    const float rm = std::frexp(rounded, &re);  // rounded = rm * 2^re, rm in [0.5, 1)
+    const uint32_t exp_field = static_cast<uint32_t>(re - 1 + 7);
+    const uint32_t mant_field = static_cast<uint32_t>(std::ldexp(rm, 4)) - 8u;  // 4 significant bits
+    return static_cast<uint8_t>(sign | exp_field << 3 | mant_field);
 }
 
 }  // namespace hichat

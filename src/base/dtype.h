@@ -7,9 +7,11 @@
 
 namespace hichat {
 
-enum class DType { kF32, kF16, kBF16 };
+// kF8E4M3: OCP FP8 E4M3 ("e4m3fn": no infinities, 0x7f/0xff are NaN, largest finite 448), the
+// element type of FP8 checkpoints; their values mean q * scale, with the scale held beside them.
+enum class DType { kF32, kF16, kBF16, kF8E4M3 };
 
-inline int dtype_size_bytes(DType t) { return t == DType::kF32 ? 4 : 2; }
+inline int dtype_size_bytes(DType t) { return t == DType::kF32 ? 4 : t == DType::kF8E4M3 ? 1 : 2; }
 std::string_view dtype_name(DType t);
 
 inline float bf16_to_f32(uint16_t h) {
@@ -30,5 +32,25 @@ inline uint16_t f32_to_bf16(float f) {
 
 float f16_to_f32(uint16_t h);
 uint16_t f32_to_f16(float f);
+
+// FP8 E4M3 (e4m3fn). Exact to float; from float rounds to nearest even and saturates to +-448
+// (as torch's and the CUDA intrinsics' saturating conversion do); NaN stays NaN.
+float fp8_e4m3_to_f32(uint8_t q);
+uint8_t f32_to_fp8_e4m3(float f);
+inline constexpr float kFp8E4M3Max = 448.0f;
+
+// Element `index` of an array of `dtype` at `data` (any alignment), as float. Not for inner loops.
+inline float load_as_f32(const void* data, DType dtype, int64_t index) {
+    const auto* bytes = static_cast<const unsigned char*>(data);
+    uint16_t h = 0;
+    float f = 0.0f;
+    switch (dtype) {
+        case DType::kF32: std::memcpy(&f, bytes + 4 * index, 4); return f;
+        case DType::kBF16: std::memcpy(&h, bytes + 2 * index, 2); return bf16_to_f32(h);
+        case DType::kF16: std::memcpy(&h, bytes + 2 * index, 2); return f16_to_f32(h);
+        case DType::kF8E4M3: return fp8_e4m3_to_f32(bytes[index]);
+    }
+    return f;
+}
 
 }  // namespace hichat

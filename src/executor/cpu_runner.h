@@ -1,6 +1,6 @@
 // CpuRunner: the decoder-only transformer forward pass (Llama, Mistral, Qwen2, Qwen3) on the CPU.
 // Owns the thread pool, the paged KV pool and the activation workspaces; reads the Checkpoint's
-// weights in place. Engine (or CLI) thread only; the checkpoint must outlive it.
+// weights in place (FP8 weights: dequantized to bf16 copies at construction, model/fp8_dequant.h). Engine (or CLI) thread only; the checkpoint must outlive it.
 #pragma once
 
 #include <vector>
@@ -10,6 +10,7 @@
 #include "executor/forward_batch.h"
 #include "executor/model_runner.h"
 #include "model/checkpoint.h"
+#include "model/fp8_dequant.h"
 
 namespace hichat::executor {
 
@@ -50,7 +51,8 @@ private:
     void compute_logits(const ForwardBatch& batch, std::vector<float>& logits);
 
     const model::ModelConfig& cfg_;
-    const model::ModelWeights& weights_;
+    model::DequantizedWeights dequantized_;
+    const model::ModelWeights& weights_;  // dequantized_'s
     std::vector<float> inv_freq_;  // [head_dim / 2]
     ThreadPool pool_;
     CpuKvPool kv_;

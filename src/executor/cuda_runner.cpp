@@ -99,7 +99,8 @@ struct CudaRunner::Impl {
     cuda::DeviceBuffer inv_freq;  // [head_dim / 2] fp32
     cuda::DeviceBuffer x, h, qkv, q, attn, gate_up, act, rows, row_norm, logits, ids, meta, attn_workspace,
         sample_workspace, logprobs,   // logprobs: [max tokens per step] cuda::RowLogprobsOut
-        masks;                        // a masked step's [max_logit_rows] mask_of_row, then its masks
+        masks,                        // a masked step's [max_logit_rows] mask_of_row, then its masks
+        act_q, act_scale;             // FP8 weights only: a step's quantized GEMM input and its row scales
     size_t attn_workspace_bytes = 0;
     cuda::PinnedBuffer host_logits;
     cuda::PinnedBuffer host_kv;   // [num_host_blocks][layers][2][block_size * kv_width] bf16
@@ -166,6 +167,8 @@ struct CudaRunner::Impl {
     // The logprobs of logit rows [begin, begin + n), whose logits are in `logits` and ids in `ids`.
     void enqueue_logprobs(int begin, int n, int num_top);
     void run_layer(int layer, const cuda::AttentionMetadata& m, int num_tokens);
+    void linear(const CudaLinear& w, const cuda::DeviceBuffer& in, void* out, cuda::GemmOut type, int t, int n, int k,
+                bool accumulate);
     void enqueue_decode_graph(const GraphKey& key, const cuda::AttentionMetadata& m);
     void copy_kv_blocks(std::span<const kv::BlockCopy> copies);
     // K of one layer for one block: one row of a block's 2D copy.
@@ -203,6 +206,11 @@ Status CudaRunner::Impl::allocate() {
     HICHAT_RETURN_IF_ERROR(alloc(attn, t * static_cast<size_t>(q_width) * 2));
     HICHAT_RETURN_IF_ERROR(alloc(gate_up, t * 2 * cfg.intermediate_size * 2));
     HICHAT_RETURN_IF_ERROR(alloc(act, t * cfg.intermediate_size * 2));
+    if (weights.num_fp8_linears > 0) {
+        const size_t widest = static_cast<size_t>(std::max<int64_t>({cfg.hidden_size, q_width, cfg.intermediate_size}));
+        HICHAT_RETURN_IF_ERROR(alloc(act_q, t * widest));
+        HICHAT_RETURN_IF_ERROR(alloc(act_scale, t * 4));
+    }
     HICHAT_RETURN_IF_ERROR(alloc(rows, static_cast<size_t>(max_logit_rows) * cfg.hidden_size * 4));
     HICHAT_RETURN_IF_ERROR(alloc(row_norm, static_cast<size_t>(max_logit_rows) * cfg.hidden_size * 2));
     HICHAT_RETURN_IF_ERROR(alloc(logits, static_cast<size_t>(max_logit_rows) * cfg.vocab_size * 4));
@@ -375,8 +383,7 @@ void CudaRunner::Impl::run_layer(int layer, const cuda::AttentionMetadata& m, in
     const CudaLayerWeights& w = weights.layers[static_cast<size_t>(layer)];
     const int hidden = cfg.hidden_size, inter = cfg.intermediate_size;
     CUDA_CHECK(cuda::rms_norm(ptr<float>(x), t, hidden, ptr<bf16>(w.attn_norm), cfg.rms_norm_eps, ptr<bf16>(h), stream));
-    CUDA_CHECK(gemm.run(ptr<bf16>(h), ptr<bf16>(w.qkv), qkv.data(), cuda::GemmOut::kBf16, t,
-                        static_cast<int>(qkv_width), hidden, false, stream));
+    linear(w.qkv, h, qkv.data(), cuda::GemmOut::kBf16, t, static_cast<int>(qkv_width), hidden, false);
     cuda::QkvRopeParams p{.qkv = ptr<bf16>(qkv),
                           .bias = w.qkv_bias.empty() ? nullptr : ptr<bf16>(w.qkv_bias),
                           .q_norm = w.q_norm.empty() ? nullptr : ptr<bf16>(w.q_norm),
@@ -397,17 +404,36 @@ void CudaRunner::Impl::run_layer(int layer, const cuda::AttentionMetadata& m, in
                                      cfg.head_dim, config.kv_block_size_tokens,
                                      1.0f / std::sqrt(static_cast<float>(cfg.head_dim)), ptr<bf16>(attn),
                                      attn_workspace.data(), attn_workspace_bytes, stream));
-    CUDA_CHECK(gemm.run(ptr<bf16>(attn), ptr<bf16>(w.o_proj), x.data(), cuda::GemmOut::kF32, t, hidden,
-                        static_cast<int>(q_width), true, stream));
+    linear(w.o_proj, attn, x.data(), cuda::GemmOut::kF32, t, hidden, static_cast<int>(q_width), true);
     CUDA_CHECK(cuda::rms_norm(ptr<float>(x), t, hidden, ptr<bf16>(w.ffn_norm), cfg.rms_norm_eps, ptr<bf16>(h), stream));
-    if (t == 1 && cuda::gemv_applies(h.data(), w.gate_up.data(), act.data(), 1, hidden)) {   // SwiGLU in the GEMV
-        CUDA_CHECK(cuda::gemv_silu_mul(ptr<bf16>(h), ptr<bf16>(w.gate_up), ptr<bf16>(act), inter, hidden, stream));
+    if (t == 1 && !w.gate_up.fp8() && cuda::gemv_applies(h.data(), w.gate_up.weight.data(), act.data(), 1, hidden)) {
+        // SwiGLU in the GEMV
+        CUDA_CHECK(cuda::gemv_silu_mul(ptr<bf16>(h), ptr<bf16>(w.gate_up.weight), ptr<bf16>(act), inter, hidden, stream));
     } else {
-        CUDA_CHECK(gemm.run(ptr<bf16>(h), ptr<bf16>(w.gate_up), gate_up.data(), cuda::GemmOut::kBf16, t, 2 * inter,
-                            hidden, false, stream));
+        linear(w.gate_up, h, gate_up.data(), cuda::GemmOut::kBf16, t, 2 * inter, hidden, false);
         CUDA_CHECK(cuda::silu_mul(ptr<bf16>(gate_up), t, inter, ptr<bf16>(act), stream));
     }
-    CUDA_CHECK(gemm.run(ptr<bf16>(act), ptr<bf16>(w.down), x.data(), cuda::GemmOut::kF32, t, hidden, inter, true, stream));
+    linear(w.down, act, x.data(), cuda::GemmOut::kF32, t, hidden, inter, true);
+}
+
+// out (+)= in W^T for t tokens. A bf16 weight goes to the Gemm (its GEMV at one token); an FP8 one
+// to the FP8 GEMV at one token (bf16 activations, weight-only), else to the FP8 GEMM after per-token
+// quantization of `in` into act_q / act_scale.
+void CudaRunner::Impl::linear(const CudaLinear& w, const cuda::DeviceBuffer& in, void* out, cuda::GemmOut type, int t,
+                              int n, int k, bool accumulate) {
+    if (!w.fp8()) {
+        CUDA_CHECK(gemm.run(ptr<bf16>(in), ptr<bf16>(w.weight), out, type, t, n, k, accumulate, stream));
+        return;
+    }
+    const float* w_scale = ptr<float>(w.row_scale);
+    if (t == 1 && cuda::fp8_gemv_applies(in.data(), w.weight.data(), out, 1, k)) {
+        CUDA_CHECK(cuda::fp8_gemv(ptr<bf16>(in), ptr<uint8_t>(w.weight), w_scale, out, type == cuda::GemmOut::kF32, 1, n,
+                                  k, accumulate, stream));
+        return;
+    }
+    CUDA_CHECK(cuda::quantize_fp8_rows(ptr<bf16>(in), t, k, ptr<uint8_t>(act_q), ptr<float>(act_scale), stream));
+    CUDA_CHECK(gemm.run_fp8(ptr<uint8_t>(act_q), ptr<float>(act_scale), ptr<uint8_t>(w.weight), w_scale, out, type, t,
+                            n, k, accumulate, stream));
 }
 
 void CudaRunner::Impl::enqueue_lm_head(int begin, int n) {
@@ -618,7 +644,12 @@ Result<std::unique_ptr<CudaRunner>> CudaRunner::create(const model::Checkpoint& 
     CUDA_CHECK(cudaSetDevice(config.device));
     CudaRunnerConfig c = config;
     if (c.max_context_tokens <= 0) c.max_context_tokens = checkpoint.config().max_position_embeddings;
-    auto weights = CudaWeights::upload(checkpoint);
+    cuda::Gemm probe;   // the heuristic of the runner's Gemm (same workspace size), for the shapes FP8 can take
+    const int max_tokens = c.max_num_tokens_per_step;
+    auto weights = CudaWeights::upload(checkpoint, [&](int64_t n, int64_t k) {
+        return probe.fp8_supported(2, static_cast<int>(n), static_cast<int>(k)) &&
+               probe.fp8_supported(std::max(2, max_tokens), static_cast<int>(n), static_cast<int>(k));
+    });
     if (!weights.ok()) return weights.status();
     auto impl = std::make_unique<Impl>(checkpoint, c, std::move(weights).value());
     HICHAT_RETURN_IF_ERROR(impl->allocate());

@@ -118,7 +118,9 @@ CudaPresence cuda_presence() {
 
 bool cuda_available() { return cuda_presence() == CudaPresence::kPresent; }
 
-Result<DeviceChoice> choose_device(const model::ModelConfig& cfg, const RunnerOptions& o, CudaPresence presence) {
+namespace {
+
+Result<DeviceChoice> choose_backend(const model::ModelConfig& cfg, const RunnerOptions& o, CudaPresence presence) {
     if (o.device == DeviceKind::kCpu) return DeviceChoice{.device = DeviceKind::kCpu};
     const std::optional<std::string> unsupported = cuda_unsupported_reason(cfg, step_shape(o));
     if (o.device == DeviceKind::kAuto) {
@@ -130,6 +132,20 @@ Result<DeviceChoice> choose_device(const model::ModelConfig& cfg, const RunnerOp
     if (presence == CudaPresence::kNotBuilt) return unimplemented("--device cuda: this build has no CUDA backend");
     if (presence == CudaPresence::kNoDevice) return not_found("--device cuda: no CUDA device is available");
     return DeviceChoice{.device = DeviceKind::kCuda};
+}
+
+}  // namespace
+
+Result<DeviceChoice> choose_device(const model::ModelConfig& cfg, const RunnerOptions& o, CudaPresence presence) {
+    Result<DeviceChoice> choice = choose_backend(cfg, o, presence);
+    if (!choice.ok() || !cfg.quant.quantized()) return choice;
+    if (!choice->note.empty()) choice->note += "; ";
+    const bool cuda = choice->device == DeviceKind::kCuda && cfg.quant.weight_scale != model::WeightScaleKind::kBlock;
+    choice->note += "checkpoint: " + cfg.quant.describe() +
+                    (cuda ? ": linear layers stay FP8 where the GPU's FP8 GEMM (cuBLASLt, outer-vector scales) "
+                            "takes their shape, else they run dequantized to bf16"
+                          : ": its FP8 weights run dequantized to bf16");
+    return choice;
 }
 
 Result<std::unique_ptr<ModelRunner>> make_runner(const model::Checkpoint& checkpoint, const RunnerOptions& o) {

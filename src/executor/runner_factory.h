@@ -47,7 +47,7 @@ bool cuda_available();
 
 // The backend make_runner builds (kCpu or kCuda). note: one line for the log when `auto` takes the CPU
 // although a GPU is present, saying why ("device auto: using the CPU: the CUDA backend needs head_dim
-// 64 or 128, this model has 32"); empty otherwise.
+// 64 or 128, this model has 32"), and for a quantized checkpoint how its weights run; else empty.
 struct DeviceChoice {
     DeviceKind device = DeviceKind::kCpu;
     std::string note;

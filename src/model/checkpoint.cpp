@@ -1,5 +1,6 @@
 #include "model/checkpoint.h"
 
+#include <cmath>
 #include <set>
 #include <string>
 #include <vector>
@@ -18,25 +19,148 @@ std::string shape_string(const std::vector<int64_t>& shape) {
     return s + "]";
 }
 
-// Points each expected slot at its tensor; records missing and misshaped tensors, and which were used.
-void bind_expected(const WeightFiles& files, const std::vector<ExpectedTensor>& expected, std::set<std::string>& used,
-                   std::vector<std::string>& problems) {
-    for (const ExpectedTensor& e : expected) {
-        auto it = files.tensors.find(e.name);
-        if (it == files.tensors.end()) {
-            problems.push_back(files.source + ": missing tensor '" + e.name + "'");
-            continue;
+// Binds names to slots for one checkpoint, collecting every problem (each naming its file and
+// tensor) and the names it used.
+class WeightBinder {
+public:
+    WeightBinder(const WeightFiles& files, const ModelConfig& cfg) : files_(files), cfg_(cfg) {}
+
+    // Points each expected slot at its tensor, with its scales when it is FP8.
+    void bind_expected(const std::vector<ExpectedTensor>& expected) {
+        for (const ExpectedTensor& e : expected) {
+            const WeightFiles::Entry* entry = take(e.name);
+            if (entry == nullptr) {
+                problems_.push_back(files_.source + ": missing tensor '" + e.name + "'");
+                continue;
+            }
+            const SafetensorsTensor& t = *entry->tensor;
+            if (t.shape != e.shape) {
+                problems_.push_back(entry->file->path() + ": tensor '" + e.name + "' has shape " +
+                                    shape_string(t.shape) + ", config.json implies " + shape_string(e.shape));
+                continue;
+            }
+            *e.slot = WeightTensor{t.data, t.dtype, t.shape, {}};
+            if (t.dtype == DType::kF8E4M3) bind_fp8(e, *entry);
         }
-        used.insert(e.name);
-        const SafetensorsTensor& t = *it->second.tensor;
-        if (t.shape != e.shape) {
-            problems.push_back(it->second.file->path() + ": tensor '" + e.name + "' has shape " +
-                               shape_string(t.shape) + ", config.json implies " + shape_string(e.shape));
-            continue;
-        }
-        *e.slot = WeightTensor{t.data, t.dtype, t.shape};
     }
-}
+
+    // The per-layer FP8 KV scales, under the names the producers use.
+    void bind_kv_scales(ModelWeights& weights) {
+        for (size_t l = 0; l < weights.layers.size(); ++l) {
+            const std::string attn = "model.layers." + std::to_string(l) + ".self_attn.";
+            LayerWeights& layer = weights.layers[l];
+            layer.k_scale = take_scalar({attn + "k_scale", attn + "k_proj.k_scale"}, 0.0f);
+            layer.v_scale = take_scalar({attn + "v_scale", attn + "v_proj.v_scale"}, 0.0f);
+        }
+    }
+
+    const std::set<std::string>& used() const { return used_; }
+    std::vector<std::string>& problems() { return problems_; }
+
+private:
+    const WeightFiles::Entry* take(const std::string& name) {
+        auto it = files_.tensors.find(name);
+        if (it == files_.tensors.end()) return nullptr;
+        used_.insert(name);
+        return &it->second;
+    }
+
+    void problem(const WeightFiles::Entry& entry, const std::string& what) {
+        problems_.push_back(entry.file->path() + ": tensor '" + entry.tensor->name + "' " + what);
+    }
+
+    // The first of `names` present, as one positive finite float; `fallback` when none is.
+    float take_scalar(std::initializer_list<std::string> names, float fallback) {
+        for (const std::string& name : names) {
+            const WeightFiles::Entry* entry = take(name);
+            if (entry == nullptr) continue;
+            const SafetensorsTensor& t = *entry->tensor;
+            if (t.dtype == DType::kF8E4M3 || t.num_bytes != static_cast<size_t>(dtype_size_bytes(t.dtype)) ||
+                t.shape.size() > 1) {
+                problem(*entry, "must be one F32/BF16/F16 scale (shape [] or [1]), has " + std::string(dtype_name(t.dtype)) +
+                                    " " + shape_string(t.shape));
+                return fallback;
+            }
+            const float v = load_as_f32(t.data, t.dtype, 0);
+            if (!(v > 0.0f) || !std::isfinite(v)) {
+                problem(*entry, "must be a positive finite scale, is " + std::to_string(v));
+                return fallback;
+            }
+            return v;
+        }
+        return fallback;
+    }
+
+    // The weight scales of the FP8 weight in `e`, and its static input scale.
+    void bind_fp8(const ExpectedTensor& e, const WeightFiles::Entry& weight) {
+        const QuantConfig& q = cfg_.quant;
+        const std::string module = e.name.substr(0, e.name.size() - std::string_view(".weight").size());
+        if (!e.linear) return problem(weight, "is F8_E4M3; only the weights of linear layers can be FP8");
+        if (!q.quantized()) {
+            return problem(weight, "is F8_E4M3, but config.json has no quantization_config (nor hf_quant_config.json)");
+        }
+        const std::string scale_name = module + "." + q.scale_name;
+        const WeightFiles::Entry* scale = take(scale_name);
+        if (scale == nullptr) {
+            problems_.push_back(files_.source + ": missing tensor '" + scale_name + "' (the scales of FP8 weight '" +
+                                e.name + "')");
+            return;
+        }
+        Fp8Scales& out = e.slot->scales;
+        if (!scale_grid(*scale, e.shape[0], e.shape[1], out)) return;
+        out.data = scale->tensor->data;
+        out.dtype = scale->tensor->dtype;
+        const bool static_input = q.activations == ActivationQuant::kStaticTensor;
+        out.input_scale = take_scalar({module + ".input_scale"}, 0.0f);
+        if (static_input && out.input_scale == 0.0f && files_.tensors.count(module + ".input_scale") == 0) {
+            problems_.push_back(files_.source + ": missing tensor '" + module +
+                                ".input_scale' (static FP8 activations need their scale)");
+        }
+        if (!static_input) out.input_scale = 0.0f;
+    }
+
+    // Checks the scale tensor's dtype and shape against the config's granularity for a [n, k] weight.
+    bool scale_grid(const WeightFiles::Entry& scale, int64_t n, int64_t k, Fp8Scales& out) {
+        const SafetensorsTensor& t = *scale.tensor;
+        if (t.dtype == DType::kF8E4M3) {
+            problem(scale, "is F8_E4M3; scales must be F32, BF16 or F16");
+            return false;
+        }
+        const QuantConfig& q = cfg_.quant;
+        using Shape = std::vector<int64_t>;
+        std::vector<Shape> allowed;
+        switch (q.weight_scale) {
+            case WeightScaleKind::kTensor:
+                allowed = {Shape{}, Shape{1}};
+                out.block_rows = n;
+                out.block_cols = k;
+                break;
+            case WeightScaleKind::kChannel:
+                allowed = {Shape{n}, Shape{n, 1}};
+                out.block_rows = 1;
+                out.block_cols = k;
+                break;
+            case WeightScaleKind::kBlock:
+                out.block_rows = q.block_rows;
+                out.block_cols = q.block_cols;
+                allowed = {Shape{(n + q.block_rows - 1) / q.block_rows, (k + q.block_cols - 1) / q.block_cols}};
+                break;
+        }
+        for (const Shape& s : allowed) {
+            if (t.shape == s) return true;
+        }
+        std::string expected;
+        for (const Shape& s : allowed) expected += (expected.empty() ? "" : " or ") + shape_string(s);
+        problem(scale, "has shape " + shape_string(t.shape) + "; " + q.describe() + " for a " +
+                           shape_string(Shape{n, k}) + " weight need " + expected);
+        return false;
+    }
+
+    const WeightFiles& files_;
+    const ModelConfig& cfg_;
+    std::set<std::string> used_;
+    std::vector<std::string> problems_;
+};
 
 void find_unexpected(const WeightFiles& files, const std::set<std::string>& used, const ModelConfig& cfg,
                      std::vector<std::string>& problems) {
@@ -59,11 +183,11 @@ Status problems_status(const std::vector<std::string>& problems) {
 }
 
 Status bind_weights(const WeightFiles& files, const ModelConfig& cfg, ModelWeights& weights) {
-    std::vector<std::string> problems;
-    std::set<std::string> used;
-    bind_expected(files, expected_tensors(cfg, weights), used, problems);
-    find_unexpected(files, used, cfg, problems);
-    HICHAT_RETURN_IF_ERROR(problems_status(problems));
+    WeightBinder binder(files, cfg);
+    binder.bind_expected(expected_tensors(cfg, weights));
+    binder.bind_kv_scales(weights);
+    find_unexpected(files, binder.used(), cfg, binder.problems());
+    HICHAT_RETURN_IF_ERROR(problems_status(binder.problems()));
     if (cfg.tie_word_embeddings) weights.lm_head = weights.embed_tokens;
     return ok_status();
 }

@@ -3,10 +3,12 @@
 #include <cmath>
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
 
 #include "base/mapped_file.h"
 #include "model/json_fields.h"
+#include "model/quant_config_reader.h"
 #include "model/rope_config.h"
 
 namespace hichat::model {
@@ -235,6 +237,9 @@ Result<ModelConfig> parse_model_config(const std::string& json_text, const std::
     HICHAT_RETURN_IF_ERROR(read_rope_config(fields, cfg));
     HICHAT_RETURN_IF_ERROR(read_special_tokens(fields, cfg));
     HICHAT_RETURN_IF_ERROR(read_dtype(fields, cfg));
+    Result<QuantConfig> quant = read_quant_config(fields);
+    if (!quant.ok()) return quant.status();
+    cfg.quant = std::move(*quant);
     HICHAT_RETURN_IF_ERROR(validate(fields, cfg));
     return cfg;
 }
@@ -243,7 +248,18 @@ Result<ModelConfig> load_model_config(const std::string& dir) {
     std::string file = dir + "/config.json";
     Result<std::string> text = read_file(file);
     if (!text.ok()) return text.status();
-    return parse_model_config(*text, file);
+    Result<ModelConfig> cfg = parse_model_config(*text, file);
+    if (!cfg.ok() || cfg->quant.quantized()) return cfg;
+    const std::string modelopt_file = dir + "/hf_quant_config.json";
+    if (!std::filesystem::exists(modelopt_file)) return cfg;  // not a ModelOpt export
+    Result<std::string> modelopt_text = read_file(modelopt_file);
+    if (!modelopt_text.ok()) return modelopt_text.status();
+    Result<Json> doc = parse_json(*modelopt_text, modelopt_file);
+    if (!doc.ok()) return doc.status();
+    Result<QuantConfig> quant = read_modelopt_quant_file(JsonFields(*doc, modelopt_file));
+    if (!quant.ok()) return quant.status();
+    cfg->quant = std::move(*quant);
+    return cfg;
 }
 
 }  // namespace hichat::model

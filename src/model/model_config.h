@@ -6,6 +6,7 @@
 
 #include "base/dtype.h"
 #include "base/status.h"
+#include "model/quant_config.h"
 
 namespace hichat::model {
 
@@ -43,12 +44,14 @@ struct ModelConfig {
     int bos_token_id = -1;             // -1 if absent
     std::vector<int> eos_token_ids;    // may be empty
     DType torch_dtype = DType::kBF16;  // "dtype" or "torch_dtype" in config.json; absent: kBF16
+    QuantConfig quant;                 // quantization_config, or ModelOpt's hf_quant_config.json
 };
 
 // Reads `dir`/config.json. Errors name the file and the field: missing file (kNotFound), bad JSON,
 // missing, mistyped, out-of-range or inconsistent fields (kInvalidArgument); unknown architecture,
 // rope types other than default/linear/llama3, activations other than silu, dtypes other than
-// bfloat16/float16/float32 (kUnimplemented).
+// bfloat16/float16/float32, quantization other than the FP8 formats of quant_config.h (kUnimplemented).
+// A ModelOpt folder's hf_quant_config.json is read when config.json has no quantization_config.
 Result<ModelConfig> load_model_config(const std::string& dir);
 
 // Parses config.json text; `file` only names it in errors.

@@ -11,10 +11,10 @@ void add_attention(const ModelConfig& cfg, const std::string& prefix, LayerWeigh
     const int64_t q_dim = static_cast<int64_t>(cfg.num_heads) * cfg.head_dim;
     const int64_t kv_dim = static_cast<int64_t>(cfg.num_kv_heads) * cfg.head_dim;
     const std::string attn = prefix + "self_attn.";
-    out.push_back({attn + "q_proj.weight", Shape{q_dim, hidden}, &layer.q_proj});
-    out.push_back({attn + "k_proj.weight", Shape{kv_dim, hidden}, &layer.k_proj});
-    out.push_back({attn + "v_proj.weight", Shape{kv_dim, hidden}, &layer.v_proj});
-    out.push_back({attn + "o_proj.weight", Shape{hidden, q_dim}, &layer.o_proj});
+    out.push_back({attn + "q_proj.weight", Shape{q_dim, hidden}, &layer.q_proj, true});
+    out.push_back({attn + "k_proj.weight", Shape{kv_dim, hidden}, &layer.k_proj, true});
+    out.push_back({attn + "v_proj.weight", Shape{kv_dim, hidden}, &layer.v_proj, true});
+    out.push_back({attn + "o_proj.weight", Shape{hidden, q_dim}, &layer.o_proj, true});
     if (cfg.qkv_bias) {
         out.push_back({attn + "q_proj.bias", Shape{q_dim}, &layer.q_bias});
         out.push_back({attn + "k_proj.bias", Shape{kv_dim}, &layer.k_bias});
@@ -31,9 +31,9 @@ void add_mlp(const ModelConfig& cfg, const std::string& prefix, LayerWeights& la
     const int64_t hidden = cfg.hidden_size;
     const int64_t inter = cfg.intermediate_size;
     const std::string mlp = prefix + "mlp.";
-    out.push_back({mlp + "gate_proj.weight", Shape{inter, hidden}, &layer.gate_proj});
-    out.push_back({mlp + "up_proj.weight", Shape{inter, hidden}, &layer.up_proj});
-    out.push_back({mlp + "down_proj.weight", Shape{hidden, inter}, &layer.down_proj});
+    out.push_back({mlp + "gate_proj.weight", Shape{inter, hidden}, &layer.gate_proj, true});
+    out.push_back({mlp + "up_proj.weight", Shape{inter, hidden}, &layer.up_proj, true});
+    out.push_back({mlp + "down_proj.weight", Shape{hidden, inter}, &layer.down_proj, true});
     if (cfg.mlp_bias) {
         out.push_back({mlp + "gate_proj.bias", Shape{inter}, &layer.gate_bias});
         out.push_back({mlp + "up_proj.bias", Shape{inter}, &layer.up_bias});
@@ -59,7 +59,7 @@ std::vector<ExpectedTensor> expected_tensors(const ModelConfig& cfg, ModelWeight
     out.push_back({"model.embed_tokens.weight", embedding, &weights.embed_tokens});
     for (int i = 0; i < cfg.num_layers; ++i) add_layer(cfg, i, weights.layers[static_cast<size_t>(i)], out);
     out.push_back({"model.norm.weight", Shape{cfg.hidden_size}, &weights.final_norm});
-    if (!cfg.tie_word_embeddings) out.push_back({"lm_head.weight", embedding, &weights.lm_head});
+    if (!cfg.tie_word_embeddings) out.push_back({"lm_head.weight", embedding, &weights.lm_head, true});
     return out;
 }
 

@@ -16,6 +16,7 @@ struct ExpectedTensor {
     std::string name;             // e.g. "model.layers.3.self_attn.q_proj.weight"
     std::vector<int64_t> shape;   // what the config implies
     WeightTensor* slot;           // where the view goes; points into the ModelWeights passed in
+    bool linear = false;          // a linear layer's weight ("<module>.weight"): may be FP8 with scales
 };
 
 // Every tensor `cfg` requires, in load order. Resizes weights.layers to cfg.num_layers first, so

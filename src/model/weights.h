@@ -9,10 +9,21 @@
 
 namespace hichat::model {
 
+// The dequantization scales of an FP8 weight [N, K]: element [n, k] means
+// q[n, k] * scale[(n / block_rows) * grid_cols + k / block_cols], grid_cols = ceil(K / block_cols).
+// One scale: block [N, K]; per channel: [1, K]; block-scaled checkpoints: [128, 128].
+struct Fp8Scales {
+    const void* data = nullptr;   // F32, BF16 or F16, into a file map
+    DType dtype = DType::kF32;
+    int64_t block_rows = 0, block_cols = 0;
+    float input_scale = 0.0f;     // the static activation scale, 0 when activations are dynamic or unquantized
+};
+
 struct WeightTensor {
     const void* data = nullptr;   // nullptr: absent (e.g. no bias); into a file map, maybe unaligned
     DType dtype = DType::kF32;
     std::vector<int64_t> shape;   // row-major; a linear layer is [out_features, in_features]
+    Fp8Scales scales;             // kF8E4M3 only
 
     bool present() const { return data != nullptr; }
     int64_t rows() const { return shape.empty() ? 0 : shape[0]; }
@@ -35,6 +46,8 @@ struct LayerWeights {
     WeightTensor gate_proj, up_proj;        // [intermediate, hidden]
     WeightTensor down_proj;                 // [hidden, intermediate]
     WeightTensor gate_bias, up_bias, down_bias;  // absent unless mlp_bias
+    // FP8 KV cache scales (dequant multipliers) from the checkpoint; 0 when it has none.
+    float k_scale = 0.0f, v_scale = 0.0f;
 };
 
 struct ModelWeights {

@@ -328,11 +328,52 @@ void bench_sampling(std::mt19937& rng) {
                  4.0 * rows * vocab);
 }
 
+// FP8 against bf16 on the 8B's shapes (q|k|v, o, gate|up, down): microseconds per product at each m.
+// m = 1: fp8_gemv vs the bf16 gemv; m > 1: quantize_fp8_rows + Gemm::run_fp8 vs Gemm::run (bf16 out).
+void bench_fp8(std::mt19937& rng) {
+    Gemm gemm;
+    struct Shape { int n, k; const char* name; };
+    const Shape shapes[] = {{6144, 4096, "qkv"}, {4096, 4096, "o"}, {28672, 4096, "gate_up"}, {4096, 14336, "down"}};
+    std::vector<uint8_t> codes(size_t{1} << 22);
+    for (uint8_t& c : codes) do c = static_cast<uint8_t>(rng() & 0xffu); while ((c & 0x7fu) >= 0x78u);  // |v| < 256
+    for (int m : {1, 16, 64, 128, 256, 1024, 4096}) {
+        double bf16_sum = 0.0, fp8_sum = 0.0;
+        for (const Shape s : shapes) {
+            DeviceBuffer a = random_buffer(size_t{1} * m * s.k, false, rng), wb = random_buffer(size_t{1} * s.n * s.k, false, rng);
+            DeviceBuffer w8(size_t{1} * s.n * s.k);
+            for (size_t done = 0; done < w8.num_bytes(); done += codes.size()) {
+                CUDA_CHECK(cudaMemcpy(w8.as<char>() + done, codes.data(), std::min(codes.size(), w8.num_bytes() - done),
+                                      cudaMemcpyHostToDevice));
+            }
+            DeviceBuffer w_scale = upload(std::vector<float>(s.n, 0.01f)), d(size_t{1} * m * s.n * 2);
+            DeviceBuffer a8(size_t{1} * m * s.k), a_scale(size_t{4} * m);
+            const double bf16_ms = time_ms([&] {
+                return gemm.run(a.as<bf16>(), wb.as<bf16>(), d.data(), GemmOut::kBf16, m, s.n, s.k, false, nullptr);
+            });
+            const double fp8_ms = time_ms([&] {
+                if (m == 1) return fp8_gemv(a.as<bf16>(), w8.as<uint8_t>(), w_scale.as<float>(), d.data(), false, 1, s.n,
+                                            s.k, false, nullptr);
+                const cudaError_t e = quantize_fp8_rows(a.as<bf16>(), m, s.k, a8.as<uint8_t>(), a_scale.as<float>(), nullptr);
+                if (e != cudaSuccess) return e;
+                return gemm.run_fp8(a8.as<uint8_t>(), a_scale.as<float>(), w8.as<uint8_t>(), w_scale.as<float>(), d.data(),
+                                    GemmOut::kBf16, m, s.n, s.k, false, nullptr);
+            });
+            bf16_sum += bf16_ms;
+            fp8_sum += fp8_ms;
+            std::printf("fp8 m=%-5d %-8s n=%-6d k=%-6d bf16 %8.1f us  fp8 %8.1f us  (%.2fx; fp8 weights %.0f GB/s)\n", m,
+                        s.name, s.n, s.k, bf16_ms * 1e3, fp8_ms * 1e3, bf16_ms / fp8_ms,
+                        double{1} * s.n * s.k / (fp8_ms * 1e-3) / 1e9);
+        }
+        std::printf("fp8 m=%-5d per layer: bf16 %.1f us, fp8 %.1f us (%.2fx)\n", m, bf16_sum * 1e3, fp8_sum * 1e3,
+                    bf16_sum / fp8_sum);
+    }
+}
+
 }  // namespace
 }  // namespace hichat::cuda
 
-// cuda_ops_bench [GROUP...]: the groups named (row, rope, attention, gemm, sampling, gemm_algos), or all
-// but gemm_algos.
+// cuda_ops_bench [GROUP...]: the groups named (row, rope, attention, gemm, sampling, fp8, gemm_algos), or
+// all but gemm_algos.
 int main(int argc, char** argv) {
     using namespace hichat::cuda;
     if (!cuda_device_available()) {
@@ -352,6 +393,7 @@ int main(int argc, char** argv) {
     if (wanted("attention")) bench_attention(rng);
     if (wanted("gemm")) bench_gemm(rng);
     if (wanted("sampling")) bench_sampling(rng);
+    if (wanted("fp8")) bench_fp8(rng);
     if (argc >= 2 && wanted("gemm_algos")) bench_gemm_algos(rng);
     return 0;
 }

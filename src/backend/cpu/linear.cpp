@@ -53,6 +53,7 @@ std::vector<Part>& make_parts(const float* x, int64_t m, std::span<const LinearO
         const WeightTensor& w = *out.w;
         CHECK_EQ(w.shape.size(), 2u) << "linear weight must be 2-D";
         CHECK(w.present());
+        CHECK(w.dtype != DType::kF8E4M3) << "FP8 weights reach the CPU kernels dequantized (model/fp8_dequant.h)";
         CHECK_EQ(w.cols(), outputs[0].w->cols()) << "fused linear weights must share k";
         const bool has_bias = out.bias != nullptr && out.bias->present();
         if (has_bias) {

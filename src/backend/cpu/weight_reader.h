@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "base/check.h"
 #include "base/dtype.h"
 
 namespace hichat::cpu {
@@ -28,6 +29,7 @@ void with_weight_reader(const void* data, DType dtype, Fn&& fn) {
         case DType::kF32: return fn(F32Reader{static_cast<const float*>(data)});
         case DType::kBF16: return fn(Bf16Reader{static_cast<const uint16_t*>(data)});
         case DType::kF16: return fn(F16Reader{static_cast<const uint16_t*>(data)});
+        case DType::kF8E4M3: CHECK(false) << "FP8 weights reach the CPU kernels dequantized (model/fp8_dequant.h)";
     }
 }
 

@@ -29,9 +29,10 @@ struct PlanKey {
     GemmOut out;
     bool accumulate;
     int alignment_bytes;   // smallest alignment of the three pointers, capped at 16
+    bool fp8 = false;      // E4M3 inputs with outer-vector scales
     bool operator<(const PlanKey& o) const {
-        return std::tie(m, n, k, out, accumulate, alignment_bytes) <
-               std::tie(o.m, o.n, o.k, o.out, o.accumulate, o.alignment_bytes);
+        return std::tie(m, n, k, out, accumulate, alignment_bytes, fp8) <
+               std::tie(o.m, o.n, o.k, o.out, o.accumulate, o.alignment_bytes, o.fp8);
     }
 };
 
@@ -79,9 +80,16 @@ Plan& Gemm::Impl::plan_for(const PlanKey& key) {
     const cublasOperation_t trans_w = CUBLAS_OP_T, trans_a = CUBLAS_OP_N;
     CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_w, sizeof(trans_w)));
     CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &trans_a, sizeof(trans_a)));
+    const cudaDataType_t in_type = key.fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
+    if (key.fp8) {
+        // cuBLAS's A is our W (scales per its m = our n), its B our activations (per its n = our m).
+        const int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+        CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof(mode)));
+        CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof(mode)));
+    }
     // Column-major views: W^T is [k, n] (ld k), A^T is [k, m] (ld k), D^T is [n, m] (ld n).
-    CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p.w_layout, CUDA_R_16BF, key.k, key.n, key.k));
-    CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p.a_layout, CUDA_R_16BF, key.k, key.m, key.k));
+    CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p.w_layout, in_type, key.k, key.n, key.k));
+    CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p.a_layout, in_type, key.k, key.m, key.k));
     CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p.d_layout, d_type, key.n, key.m, key.n));
 
     cublasLtMatmulPreference_t pref = nullptr;
@@ -93,15 +101,25 @@ Plan& Gemm::Impl::plan_for(const PlanKey& key) {
     for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
                       CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
         CUBLASLT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof(align)));
-    cublasLtMatmulHeuristicResult_t result{};
-    int num_results = 0;
-    const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle, p.op, p.w_layout, p.a_layout, p.d_layout,
-                                                             p.d_layout, pref, 1, &result, &num_results);
-    cublasLtMatmulPreferenceDestroy(pref);
-    if (st == CUBLAS_STATUS_SUCCESS && num_results > 0) {
-        p.algo = result.algo;
-        p.has_algo = true;
+    // FP8: fast accumulation where cuBLASLt has an algorithm with it, else the exact one.
+    const int8_t fast_accum_tries[2] = {1, 0};
+    for (int attempt = 0; attempt < (key.fp8 ? 2 : 1); ++attempt) {
+        const int8_t fast_accum = fast_accum_tries[attempt];
+        if (key.fp8) {
+            CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast_accum,
+                                                          sizeof(fast_accum)));
+        }
+        cublasLtMatmulHeuristicResult_t result{};
+        int num_results = 0;
+        const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle, p.op, p.w_layout, p.a_layout, p.d_layout,
+                                                                 p.d_layout, pref, 1, &result, &num_results);
+        if (st == CUBLAS_STATUS_SUCCESS && num_results > 0) {
+            p.algo = result.algo;
+            p.has_algo = true;
+            break;
+        }
     }
+    cublasLtMatmulPreferenceDestroy(pref);
     return p;
 }
 
@@ -125,6 +143,38 @@ cudaError_t Gemm::run(const __nv_bfloat16* a, const __nv_bfloat16* w, void* d, G
     const PlanKey key{m, n, k, out_type, accumulate, alignment};
     Plan& p = impl_->plan_for(key);
     if (!p.has_algo) return cudaErrorNotSupported;
+    const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+    const cublasStatus_t st =
+        cublasLtMatmul(impl_->handle, p.op, &alpha, w, p.w_layout, a, p.a_layout, &beta, d, p.d_layout, d,
+                       p.d_layout, &p.algo, impl_->workspace.data(), impl_->workspace.num_bytes(), stream);
+    if (st != CUBLAS_STATUS_SUCCESS) return cudaErrorUnknown;
+    return cudaGetLastError();
+}
+
+bool Gemm::fp8_supported(int m, int n, int k) {
+    if (m <= 0 || n <= 0 || k <= 0 || k % 16 != 0 || n % 16 != 0) return false;
+    PlanKey key{m, n, k, GemmOut::kBf16, false, 16};
+    key.fp8 = true;
+    if (!impl_->plan_for(key).has_algo) return false;
+    key.out = GemmOut::kF32;
+    key.accumulate = true;
+    return impl_->plan_for(key).has_algo;
+}
+
+cudaError_t Gemm::run_fp8(const uint8_t* a, const float* a_scale, const uint8_t* w, const float* w_scale, void* d,
+                          GemmOut out_type, int m, int n, int k, bool accumulate, cudaStream_t stream) {
+    if (m < 0 || n < 0 || k < 0 || a_scale == nullptr || w_scale == nullptr) return cudaErrorInvalidValue;
+    if (m == 0 || n == 0) return cudaSuccess;
+    if (accumulate && out_type != GemmOut::kF32) return cudaErrorInvalidValue;
+    const int alignment = std::min({pointer_alignment(a), pointer_alignment(w), pointer_alignment(d)});
+    if (alignment < 16 || k % 16 != 0 || n % 16 != 0) return cudaErrorNotSupported;
+    PlanKey key{m, n, k, out_type, accumulate, alignment};
+    key.fp8 = true;
+    Plan& p = impl_->plan_for(key);
+    if (!p.has_algo) return cudaErrorNotSupported;
+    // The scale pointers change per call (per layer); the plan's algorithm does not depend on them.
+    CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scale, sizeof(w_scale)));
+    CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &a_scale, sizeof(a_scale)));
     const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
     const cublasStatus_t st =
         cublasLtMatmul(impl_->handle, p.op, &alpha, w, p.w_layout, a, p.a_layout, &beta, d, p.d_layout, d,

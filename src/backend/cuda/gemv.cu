@@ -25,6 +25,7 @@
 #include <algorithm>
 
 #include "backend/cuda/device_info.h"
+#include "backend/cuda/gemv_common.cuh"
 #include "backend/cuda/kernel_util.cuh"
 #include "backend/cuda/ops.h"
 
@@ -32,9 +33,8 @@ namespace hichat::cuda {
 namespace {
 
 using kernels::Bf16x8;
+using namespace gemv_parts;
 
-constexpr int kThreads = 256;
-constexpr int kWarpsPerBlock = kThreads / 32;
 // A weight load: read once, never reused, so it streams past L1 (L1::no_allocate) and leaves L1 to
 // the activations every warp re-reads. __ldg allocates in L1: 8B batch 1 4.073 -> 4.041, 1B 0.870 ->
 // 0.855 ms per token (one device run, 2026-11-30); an added L2::256B prefetch hint was slower (4.214).
@@ -55,21 +55,6 @@ __device__ __forceinline__ void fma8(float& acc, const Bf16x8& w, const Bf16x8& 
     }
 }
 
-// Each row (a pair of rows for the SwiGLU) is read by kSplits warps of one block (1, 2, 4 or 8), each
-// streaming its slice of k: [p * chunk, (p + 1) * chunk) in 16-byte words, chunk a multiple of 32.
-// Splitting k lets short matrices fill the GPU with warps (a 2048 x 2048 o-proj is 2,048 warps, a
-// quarter of an H200's resident 8,448); the partial sums meet in shared memory and are added in slice
-// order, so the bits depend only on (rows, k) through choose_splits() / pair_splits(), never on the
-// launch.
-struct Slice {
-    int begin, end;
-};
-template <int kSplits>
-__device__ __forceinline__ Slice slice_of(int k, int part) {
-    const int k8 = k / 8;
-    const int chunk = (k8 + 32 * kSplits - 1) / (32 * kSplits) * 32;
-    return {part * chunk, min(k8, part * chunk + chunk)};
-}
 
 // acc[r] += w_rows[r][c] . x[c] over this lane's words from c on (c, c + 32, ...; c advances) while a
 // full pass of kUnroll words fits before `end`: kUnroll loads per row issued before their products.
@@ -114,26 +99,6 @@ __device__ __forceinline__ void stream_rows(const Bf16x8* const (&w_rows)[kRows]
     }
 }
 
-// The row sums of the warp group: warp sums, then (kSplits > 1) the group's slices added in order in
-// shared memory. True for the one lane that holds the result (lane 0 of the group's first warp).
-template <int kSplits, int kRows>
-__device__ __forceinline__ bool reduce_rows(float (&sum)[kRows], float (&partial)[kWarpsPerBlock][kRows], int warp,
-                                            int lane, bool live) {
-#pragma unroll
-    for (int r = 0; r < kRows; ++r) sum[r] = kernels::warp_sum(sum[r]);
-    if constexpr (kSplits > 1) {
-        if (lane == 0)
-#pragma unroll
-            for (int r = 0; r < kRows; ++r) partial[warp][r] = sum[r];
-        __syncthreads();
-        if (warp % kSplits != 0) return false;
-#pragma unroll
-        for (int r = 0; r < kRows; ++r)
-#pragma unroll
-            for (int p = 1; p < kSplits; ++p) sum[r] += partial[warp + p][r];
-    }
-    return live && lane == 0;
-}
 
 // Two kernels, each with nothing but its own product: the gemv lost 1-3% of a batch-1 step to code it
 // never ran (runtime row counts and split counts, epilogues of the other use). Launched with
@@ -154,7 +119,7 @@ __global__ void __launch_bounds__(kThreads, 8) gemv_kernel(const bf16* __restric
     const Bf16x8* const w_rows[1] = {reinterpret_cast<const Bf16x8*>(w + static_cast<int64_t>(min(row, n - 1)) * k)};
     kernels::pdl_wait();
     float sum[1] = {0.0f};
-    stream_rows<1, 16>(w_rows, reinterpret_cast<const Bf16x8*>(a), slice_of<kSplits>(k, warp % kSplits), lane, sum);
+    stream_rows<1, 16>(w_rows, reinterpret_cast<const Bf16x8*>(a), slice_of<kSplits>(k / 8, warp % kSplits), lane, sum);
     kernels::pdl_launch_dependents();
     if (!reduce_rows<kSplits>(sum, partial, warp, lane, row < n)) return;
     if (f32_out) {
@@ -180,7 +145,7 @@ __global__ void __launch_bounds__(kThreads, 8) gemv_silu_kernel(const bf16* __re
                                      reinterpret_cast<const Bf16x8*>(w + (gate + n) * k)};
     kernels::pdl_wait();
     float sum[2] = {0.0f, 0.0f};
-    stream_rows<2, 8>(w_rows, reinterpret_cast<const Bf16x8*>(a), slice_of<kSplits>(k, warp % kSplits), lane, sum);
+    stream_rows<2, 8>(w_rows, reinterpret_cast<const Bf16x8*>(a), slice_of<kSplits>(k / 8, warp % kSplits), lane, sum);
     kernels::pdl_launch_dependents();
     if (!reduce_rows<kSplits>(sum, partial, warp, lane, j < n)) return;
     const float g16 = __bfloat162float(__float2bfloat16(sum[0]));
@@ -188,23 +153,6 @@ __global__ void __launch_bounds__(kThreads, 8) gemv_silu_kernel(const bf16* __re
     out[j] = __float2bfloat16(kernels::silu(g16) * u16);
 }
 
-// Warps per row for a matrix of `weight_rows` x k: the most (up to 8) that keep every warp within one
-// wave of resident warps and give each lane at least two 16-byte loads, and at least 2 where lanes keep
-// two loads. On the H200 (132 SMs) that is 1B q|k|v 2, o 4, down 4, lm_head 2; 8B 2 for every plain
-// product. Measured in the engine (2026-11-30, batch 1, alternating in one run): 1B 1.004 -> 0.904 and
-// 8B 4.536 -> 4.309 ms per token against one warp per row; allowing two or four waves, or one load per
-// lane, was slower (8B 4.24 / 4.42 vs 4.16, 1B 0.926 / 0.944 / 0.965 vs 0.897, another machine; two
-// waves again 4.005 vs 3.913 later). The floor of 2 (8B q|k|v and lm_head, 1B lm_head; 2026-11-30,
-// two device runs): 8B 3.913 -> 3.908 and, with 4 warps per gate/up pair, 3.876 -> 3.871; 1B 0.813 ->
-// 0.811 and 0.808 -> 0.806. Forcing 4 for o or down (8B 3.936 / 3.924 vs 3.876), or 1 for down (3.968)
-// was slower. Isolated (cuda_ops_bench, no PDL) splitting looks neutral to slightly worse: what it
-// shortens is the time from pdl_wait() to the last row, which an isolated launch does not expose.
-int choose_splits(int weight_rows, int k) {
-    const int64_t resident = int64_t{64} * std::max(cuda_num_sms(), 1);
-    int splits = k / 8 / 2 >= 64 ? 2 : 1;
-    while (splits < 8 && int64_t{weight_rows} * splits * 2 <= resident && k / 8 / (splits * 2) >= 64) splits *= 2;
-    return splits;
-}
 
 // Warps per gate/up row pair: 8 (one block per pair) where each lane keeps a load per row, else the
 // most that do. Short-lived warps stream the 2 x intermediate rows more evenly than long ones: against
@@ -218,14 +166,6 @@ int pair_splits(int k) {
     return splits;
 }
 
-// Launches the instance of the split count (k1, k2, k4, k8: the kernel for 1, 2, 4, 8) over `rows` rows.
-template <typename... Params, typename... Args>
-cudaError_t launch_split(int splits, int rows, cudaStream_t stream, void (*k1)(Params...), void (*k2)(Params...),
-                         void (*k4)(Params...), void (*k8)(Params...), Args... args) {
-    auto* kernel = splits == 1 ? k1 : splits == 2 ? k2 : splits == 4 ? k4 : k8;
-    return kernels::launch_pdl(kernel, dim3(kernels::ceil_div(rows, kWarpsPerBlock / splits)), dim3(kThreads), 0,
-                               stream, args...);
-}
 
 }  // namespace
 
@@ -238,7 +178,7 @@ cudaError_t gemv(const bf16* a, const bf16* w, void* d, bool f32_out, int m, int
                  cudaStream_t stream) {
     if (n == 0) return cudaSuccess;
     if (!gemv_applies(a, w, d, m, k) || n < 0 || (accumulate && !f32_out)) return cudaErrorInvalidValue;
-    return launch_split(choose_splits(n, k), n, stream, gemv_kernel<1>, gemv_kernel<2>, gemv_kernel<4>, gemv_kernel<8>,
+    return launch_split(choose_splits(n, k / 8), n, stream, gemv_kernel<1>, gemv_kernel<2>, gemv_kernel<4>, gemv_kernel<8>,
                         a, w, d, n, k, f32_out, accumulate);
 }
 

@@ -1,0 +1,43 @@
+#include "model/fp8_dequant.h"
+
+#include "base/check.h"
+
+namespace hichat::model {
+
+void dequantize_fp8_to_bf16(const WeightTensor& t, uint16_t* out) {
+    CHECK(t.dtype == DType::kF8E4M3 && t.shape.size() == 2) << dtype_name(t.dtype);
+    const int64_t n = t.rows(), k = t.cols();
+    const Fp8Scales& s = t.scales;
+    CHECK(s.block_rows > 0 && s.block_cols > 0) << s.block_rows << "x" << s.block_cols;
+    const int64_t grid_cols = (k + s.block_cols - 1) / s.block_cols;
+    float table[256];
+    for (int q = 0; q < 256; ++q) table[q] = fp8_e4m3_to_f32(static_cast<uint8_t>(q));
+    const auto* q = static_cast<const uint8_t*>(t.data);
+    std::vector<float> row_scales(static_cast<size_t>(grid_cols));
+    for (int64_t row = 0; row < n; ++row) {
+        const int64_t scale_row = (row / s.block_rows) * grid_cols;
+        for (int64_t g = 0; g < grid_cols; ++g) row_scales[g] = load_as_f32(s.data, s.dtype, scale_row + g);
+        for (int64_t col = 0; col < k; ++col) {
+            out[row * k + col] = f32_to_bf16(table[q[row * k + col]] * row_scales[col / s.block_cols]);
+        }
+    }
+}
+
+DequantizedWeights::DequantizedWeights(const ModelWeights& weights) : weights_(weights) {
+    replace(weights_.lm_head);
+    for (LayerWeights& l : weights_.layers) {
+        for (WeightTensor* t : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj}) {
+            replace(*t);
+        }
+    }
+}
+
+void DequantizedWeights::replace(WeightTensor& t) {
+    if (t.dtype != DType::kF8E4M3) return;
+    auto buffer = std::make_unique<uint16_t[]>(static_cast<size_t>(t.num_elements()));
+    dequantize_fp8_to_bf16(t, buffer.get());
+    t = WeightTensor{buffer.get(), DType::kBF16, t.shape, {}};
+    buffers_.push_back(std::move(buffer));
+}
+
+}  // namespace hichat::model

@@ -1,0 +1,46 @@
+// QuantConfig: how a checkpoint's linear layers are quantized, read from config.json's
+// `quantization_config` (or ModelOpt's hf_quant_config.json). HiChat reads the FP8 (E4M3) formats:
+// compressed-tensors `float-quantized` (per-tensor, per-channel or block scales), Hugging Face
+// `quant_method: "fp8"` (block scales in `weight_scale_inv`, or AutoFP8's per-tensor scales) and
+// ModelOpt `FP8` / `FP8_PER_CHANNEL_PER_TOKEN`. Every other method or option is refused by name.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hichat::model {
+
+enum class QuantMethod { kNone, kCompressedTensors, kHfFp8, kModelOpt };
+
+// How the weight scales cover a [N, K] weight: one scale, one per output row, or one per block.
+enum class WeightScaleKind { kTensor, kChannel, kBlock };
+
+// How the checkpoint's producer quantized the activations entering each quantized linear layer.
+enum class ActivationQuant {
+    kNone,          // weights only (W8A16)
+    kStaticTensor,  // one scale per tensor from calibration: `<module>.input_scale`
+    kDynamicToken,  // a scale per token, computed at run time
+    kDynamicGroup,  // a scale per token and group of `activation_group` channels, at run time
+};
+
+struct QuantConfig {
+    QuantMethod method = QuantMethod::kNone;
+    WeightScaleKind weight_scale = WeightScaleKind::kTensor;
+    int block_rows = 0, block_cols = 0;     // kBlock: the [N, K] extent of one scale (128 x 128)
+    ActivationQuant activations = ActivationQuant::kNone;
+    int activation_group = 0;               // kDynamicGroup
+    std::string scale_name = "weight_scale";  // the scale tensor's last name part ("weight_scale_inv")
+    // Linear modules left unquantized: exact names ("lm_head"), "re:<regex>" matched from the start
+    // of the name (compressed-tensors), or fnmatch patterns with * and ? (ModelOpt).
+    std::vector<std::string> ignore;
+    bool kv_cache_fp8 = false;              // the producer calibrated FP8 KV scales (k_scale / v_scale)
+
+    bool quantized() const { return method != QuantMethod::kNone; }
+    // Whether the config quantizes the linear layer `module` (e.g. "model.layers.0.mlp.up_proj").
+    bool quantizes(std::string_view module) const;
+    // One line for logs, e.g. "compressed-tensors FP8, per-channel weight scales, dynamic per-token activations".
+    std::string describe() const;
+};
+
+}  // namespace hichat::model
