@@ -94,12 +94,14 @@ bool ToolCallStream::offers(const std::string& name) const {
 void ToolCallStream::emit_content(std::string text, std::vector<ReplyPart>& out) {
     if (text.empty()) return;
     // The line breaks between and after calls are the format's, not content: after a call, space is
-    // held until content follows it (in whatever pieces the text came).
-    if (num_calls_ > 0 && trim(text).empty()) {
+    // held until content follows it (in whatever pieces the text came). Space after that content is
+    // content, whether it came in the same piece or a later one.
+    if (num_calls_ > 0 && !content_since_call_ && trim(text).empty()) {
         space_after_call_ += text;
         return;
     }
     text = std::exchange(space_after_call_, {}) + text;
+    content_since_call_ = true;
     if (!out.empty() && out.back().kind == ReplyPart::Kind::kContent) {
         out.back().text += text;
     } else {
@@ -112,6 +114,7 @@ void ToolCallStream::start_call(std::string name, std::vector<ReplyPart>& out) {
     ++num_calls_;
     compactor_ = {};
     space_after_call_.clear();
+    content_since_call_ = false;
 }
 
 void ToolCallStream::emit_arguments(std::string_view raw, std::vector<ReplyPart>& out) {

@@ -121,6 +121,7 @@ private:
     bool decided_ = false;    // kLlama3 / kMistral: whether the reply is a call region is known
     int num_calls_ = 0;
     std::string space_after_call_;  // whitespace after a call, given out only if content follows
+    bool content_since_call_ = false;  // content was given out after the last call started
 
     // The open region.
     bool in_region_ = false;

@@ -92,6 +92,23 @@ TEST(ToolCallStream, HermesCallsAreSplitFromContentInAnyPieces) {
     }
 }
 
+// Space right after a call is the format's and dropped unless content follows; space after content
+// that follows a call is content, in whatever pieces it comes (tool_call_fuzzer found the trailing
+// space of "x " kept whole but dropped when it came as its own piece).
+TEST(ToolCallStream, SpaceAfterContentAfterACallIsKeptInAnyPieces) {
+    const std::string reply = "<tool_call>\n{\"name\":\"get_time\",\"arguments\":{}}\n</tool_call>\n\nDone. ";
+    for (const auto& pieces : {std::vector<std::string>{reply}, bytes_of(reply)}) {
+        ToolCallStream s(ToolFormat::kHermes, kNames, true, 1);
+        const Split out = split(s, pieces);
+        ASSERT_EQ(out.calls.size(), 1u);
+        EXPECT_EQ(out.content, "\n\nDone. ");
+    }
+    for (const auto& pieces : {std::vector<std::string>{reply.substr(0, reply.size() - 6)}, bytes_of(reply.substr(0, reply.size() - 6))}) {
+        ToolCallStream s(ToolFormat::kHermes, kNames, true, 1);
+        EXPECT_EQ(split(s, pieces).content, "");   // only the space after the call
+    }
+}
+
 TEST(ToolCallStream, HermesHoldsOnlyWhatMayBeginATag) {
     ToolCallStream s(ToolFormat::kHermes, kNames, true, 1);
     auto parts = s.push("a < b <tool");
