@@ -74,22 +74,8 @@ void expect_weights_match(const Checkpoint& ckpt, const TinyModel& model, bool t
     EXPECT_EQ(w.lm_head.shape, w.embed_tokens.shape);
 }
 
-std::unique_ptr<Checkpoint> open_ok(const std::string& dir) {
-    Result<std::unique_ptr<Checkpoint>> ckpt = Checkpoint::open(dir);
-    EXPECT_TRUE(ckpt.ok()) << ckpt.status().message();
-    return ckpt.ok() ? std::move(ckpt.value()) : nullptr;
-}
-
-// Opening must fail with a message naming each of `words`.
-Status open_error(const std::string& dir, const std::vector<std::string>& words) {
-    Result<std::unique_ptr<Checkpoint>> ckpt = Checkpoint::open(dir);
-    EXPECT_FALSE(ckpt.ok());
-    if (ckpt.ok()) return ok_status();
-    for (const std::string& w : words) {
-        EXPECT_NE(ckpt.status().message().find(w), std::string::npos) << "'" << w << "' not in " << ckpt.status().message();
-    }
-    return ckpt.status();
-}
+using testing::open_error;
+using testing::open_ok;
 
 struct ArchCase {
     std::string architecture;

@@ -23,22 +23,8 @@ TinyModel small_model() {
                                      .intermediate_size = 56, .num_layers = 2, .vocab_size = 50});
 }
 
-std::unique_ptr<Checkpoint> open_ok(const std::string& dir) {
-    Result<std::unique_ptr<Checkpoint>> ckpt = Checkpoint::open(dir);
-    EXPECT_TRUE(ckpt.ok()) << ckpt.status().message();
-    return ckpt.ok() ? std::move(ckpt.value()) : nullptr;
-}
-
-// Open fails naming each of `words`.
-Status open_error(const std::string& dir, const std::vector<std::string>& words) {
-    Result<std::unique_ptr<Checkpoint>> ckpt = Checkpoint::open(dir);
-    EXPECT_FALSE(ckpt.ok());
-    if (ckpt.ok()) return ok_status();
-    for (const std::string& w : words) {
-        EXPECT_NE(ckpt.status().message().find(w), std::string::npos) << "'" << w << "' not in: " << ckpt.status().message();
-    }
-    return ckpt.status();
-}
+using testing::open_error;
+using testing::open_ok;
 
 std::vector<const WeightTensor*> linear_slots(const ModelWeights& w) {
     std::vector<const WeightTensor*> out;

@@ -9,6 +9,8 @@
 #include <fstream>
 #include <stdexcept>
 
+#include <gtest/gtest.h>
+
 #include "base/dtype.h"
 
 namespace hichat::model::testing {
@@ -70,6 +72,22 @@ float read_value(const WeightTensor& t, int64_t index) {
     uint16_t h;
     std::memcpy(&h, p, 2);
     return t.dtype == DType::kF16 ? f16_to_f32(h) : bf16_to_f32(h);
+}
+
+std::unique_ptr<Checkpoint> open_ok(const std::string& dir) {
+    Result<std::unique_ptr<Checkpoint>> ckpt = Checkpoint::open(dir);
+    EXPECT_TRUE(ckpt.ok()) << ckpt.status().message();
+    return ckpt.ok() ? std::move(ckpt.value()) : nullptr;
+}
+
+Status open_error(const std::string& dir, const std::vector<std::string>& words) {
+    Result<std::unique_ptr<Checkpoint>> ckpt = Checkpoint::open(dir);
+    EXPECT_FALSE(ckpt.ok());
+    if (ckpt.ok()) return ok_status();
+    for (const std::string& w : words) {
+        EXPECT_NE(ckpt.status().message().find(w), std::string::npos) << "'" << w << "' not in " << ckpt.status().message();
+    }
+    return ckpt.status();
 }
 
 TempDir::TempDir() {

@@ -4,11 +4,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "model/checkpoint.h"
 #include "model/weights.h"
 
 namespace hichat::model::testing {
@@ -76,6 +78,11 @@ struct TinyModelOptions {
     bool mlp_bias = false;         // Llama
     bool write_lm_head_when_tied = false;
 };
+
+// Checkpoint::open(dir), expected to succeed (nullptr and a test failure otherwise).
+std::unique_ptr<Checkpoint> open_ok(const std::string& dir);
+// Checkpoint::open(dir), expected to fail with a message naming each of `words`.
+Status open_error(const std::string& dir, const std::vector<std::string>& words);
 
 // The config and tensors for `opt`, following each architecture's transformers modeling file.
 TinyModel make_tiny_model(const TinyModelOptions& opt);

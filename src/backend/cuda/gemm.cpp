@@ -69,6 +69,15 @@ struct Gemm::Impl {
     std::map<PlanKey, Plan> plans;
 
     Plan& plan_for(const PlanKey& key);
+    // D (+)= A W^T with the plan's descriptors and algorithm.
+    cudaError_t matmul(const Plan& p, const void* a, const void* w, void* d, bool accumulate, cudaStream_t stream) {
+        const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
+        const cublasStatus_t st = cublasLtMatmul(handle, p.op, &alpha, w, p.w_layout, a, p.a_layout, &beta, d,
+                                                 p.d_layout, d, p.d_layout, &p.algo, workspace.data(),
+                                                 workspace.num_bytes(), stream);
+        if (st != CUBLAS_STATUS_SUCCESS) return cudaErrorUnknown;
+        return cudaGetLastError();
+    }
 };
 
 Plan& Gemm::Impl::plan_for(const PlanKey& key) {
@@ -143,12 +152,7 @@ cudaError_t Gemm::run(const __nv_bfloat16* a, const __nv_bfloat16* w, void* d, G
     const PlanKey key{m, n, k, out_type, accumulate, alignment};
     Plan& p = impl_->plan_for(key);
     if (!p.has_algo) return cudaErrorNotSupported;
-    const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-    const cublasStatus_t st =
-        cublasLtMatmul(impl_->handle, p.op, &alpha, w, p.w_layout, a, p.a_layout, &beta, d, p.d_layout, d,
-                       p.d_layout, &p.algo, impl_->workspace.data(), impl_->workspace.num_bytes(), stream);
-    if (st != CUBLAS_STATUS_SUCCESS) return cudaErrorUnknown;
-    return cudaGetLastError();
+    return impl_->matmul(p, a, w, d, accumulate, stream);
 }
 
 bool Gemm::fp8_supported(int m, int n, int k) {
@@ -175,12 +179,7 @@ cudaError_t Gemm::run_fp8(const uint8_t* a, const float* a_scale, const uint8_t*
     // The scale pointers change per call (per layer); the plan's algorithm does not depend on them.
     CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scale, sizeof(w_scale)));
     CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &a_scale, sizeof(a_scale)));
-    const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
-    const cublasStatus_t st =
-        cublasLtMatmul(impl_->handle, p.op, &alpha, w, p.w_layout, a, p.a_layout, &beta, d, p.d_layout, d,
-                       p.d_layout, &p.algo, impl_->workspace.data(), impl_->workspace.num_bytes(), stream);
-    if (st != CUBLAS_STATUS_SUCCESS) return cudaErrorUnknown;
-    return cudaGetLastError();
+    return impl_->matmul(p, a, w, d, accumulate, stream);
 }
 
 }  // namespace hichat::cuda
