@@ -74,6 +74,22 @@ struct GraphKey {
 
 constexpr int kMinGraphKvLen = 256;
 
+// FP8 GEMM: steps of up to kFp8GemvTokens tokens go to the FP8 GEMV; longer ones to cuBLASLt's
+// unit-scale product, taken in chunks of fp8_scratch_rows() rows into an fp32 scratch of at most
+// kFp8ScratchBytes.
+constexpr int kFp8GemvTokens = 8;
+constexpr size_t kFp8ScratchBytes = size_t{256} << 20;
+
+int64_t widest_linear(const model::ModelConfig& cfg) {
+    const int64_t q = int64_t{cfg.num_heads} * cfg.head_dim, kv = int64_t{cfg.num_kv_heads} * cfg.head_dim;
+    return std::max<int64_t>({cfg.hidden_size, q + 2 * kv, 2 * int64_t{cfg.intermediate_size}});
+}
+
+int fp8_scratch_rows(const model::ModelConfig& cfg, int max_tokens) {
+    const int64_t fit = static_cast<int64_t>(kFp8ScratchBytes / 4) / widest_linear(cfg);
+    return static_cast<int>(std::clamp<int64_t>(fit / 16 * 16, 16, std::max(max_tokens, 16)));
+}
+
 // Batch sizes that have decode graphs: 1, 2, 4, 8, then every 8 up to 256, then every 32.
 int graph_batch_bucket(int n) {
     if (n <= 8) return std::bit_ceil(static_cast<unsigned>(n));
@@ -100,7 +116,9 @@ struct CudaRunner::Impl {
     cuda::DeviceBuffer x, h, qkv, q, attn, gate_up, act, rows, row_norm, logits, ids, meta, attn_workspace,
         sample_workspace, logprobs,   // logprobs: [max tokens per step] cuda::RowLogprobsOut
         masks,                        // a masked step's [max_logit_rows] mask_of_row, then its masks
-        act_q, act_scale;             // FP8 weights only: a step's quantized GEMM input and its row scales
+        act_q, act_scale,             // FP8 weights only: a step's quantized GEMM input and its row scales,
+        fp8_scratch;                  // and the unit-scale product of fp8_rows rows (fp32)
+    int fp8_rows = 0;
     size_t attn_workspace_bytes = 0;
     cuda::PinnedBuffer host_logits;
     cuda::PinnedBuffer host_kv;   // [num_host_blocks][layers][2][block_size * kv_width] bf16
@@ -210,6 +228,10 @@ Status CudaRunner::Impl::allocate() {
         const size_t widest = static_cast<size_t>(std::max<int64_t>({cfg.hidden_size, q_width, cfg.intermediate_size}));
         HICHAT_RETURN_IF_ERROR(alloc(act_q, t * widest));
         HICHAT_RETURN_IF_ERROR(alloc(act_scale, t * 4));
+        if (config.max_num_tokens_per_step > kFp8GemvTokens) {
+            fp8_rows = fp8_scratch_rows(cfg, config.max_num_tokens_per_step);
+            HICHAT_RETURN_IF_ERROR(alloc(fp8_scratch, static_cast<size_t>(fp8_rows) * widest_linear(cfg) * 4));
+        }
     }
     HICHAT_RETURN_IF_ERROR(alloc(rows, static_cast<size_t>(max_logit_rows) * cfg.hidden_size * 4));
     HICHAT_RETURN_IF_ERROR(alloc(row_norm, static_cast<size_t>(max_logit_rows) * cfg.hidden_size * 2));
@@ -406,7 +428,11 @@ void CudaRunner::Impl::run_layer(int layer, const cuda::AttentionMetadata& m, in
                                      attn_workspace.data(), attn_workspace_bytes, stream));
     linear(w.o_proj, attn, x.data(), cuda::GemmOut::kF32, t, hidden, static_cast<int>(q_width), true);
     CUDA_CHECK(cuda::rms_norm(ptr<float>(x), t, hidden, ptr<bf16>(w.ffn_norm), cfg.rms_norm_eps, ptr<bf16>(h), stream));
-    if (t == 1 && !w.gate_up.fp8() && cuda::gemv_applies(h.data(), w.gate_up.weight.data(), act.data(), 1, hidden)) {
+    if (w.gate_up.fp8() && t <= kFp8GemvTokens && cuda::fp8_gemv_applies(h.data(), w.gate_up.weight.data(), act.data(), t, hidden)) {
+        // SwiGLU in the FP8 GEMV
+        CUDA_CHECK(cuda::fp8_gemv_silu_mul(ptr<bf16>(h), ptr<uint8_t>(w.gate_up.weight), ptr<float>(w.gate_up.row_scale),
+                                           ptr<bf16>(act), t, inter, hidden, stream));
+    } else if (t == 1 && !w.gate_up.fp8() && cuda::gemv_applies(h.data(), w.gate_up.weight.data(), act.data(), 1, hidden)) {
         // SwiGLU in the GEMV
         CUDA_CHECK(cuda::gemv_silu_mul(ptr<bf16>(h), ptr<bf16>(w.gate_up.weight), ptr<bf16>(act), inter, hidden, stream));
     } else {
@@ -417,8 +443,8 @@ void CudaRunner::Impl::run_layer(int layer, const cuda::AttentionMetadata& m, in
 }
 
 // out (+)= in W^T for t tokens. A bf16 weight goes to the Gemm (its GEMV at one token); an FP8 one
-// to the FP8 GEMV at one token (bf16 activations, weight-only), else to the FP8 GEMM after per-token
-// quantization of `in` into act_q / act_scale.
+// to the FP8 GEMV up to kFp8GemvTokens tokens (bf16 activations, weight-only), else to the FP8 GEMM
+// after per-token quantization of `in` into act_q / act_scale.
 void CudaRunner::Impl::linear(const CudaLinear& w, const cuda::DeviceBuffer& in, void* out, cuda::GemmOut type, int t,
                               int n, int k, bool accumulate) {
     if (!w.fp8()) {
@@ -426,14 +452,14 @@ void CudaRunner::Impl::linear(const CudaLinear& w, const cuda::DeviceBuffer& in,
         return;
     }
     const float* w_scale = ptr<float>(w.row_scale);
-    if (t == 1 && cuda::fp8_gemv_applies(in.data(), w.weight.data(), out, 1, k)) {
-        CUDA_CHECK(cuda::fp8_gemv(ptr<bf16>(in), ptr<uint8_t>(w.weight), w_scale, out, type == cuda::GemmOut::kF32, 1, n,
+    if (t <= kFp8GemvTokens && cuda::fp8_gemv_applies(in.data(), w.weight.data(), out, t, k)) {
+        CUDA_CHECK(cuda::fp8_gemv(ptr<bf16>(in), ptr<uint8_t>(w.weight), w_scale, out, type == cuda::GemmOut::kF32, t, n,
                                   k, accumulate, stream));
         return;
     }
     CUDA_CHECK(cuda::quantize_fp8_rows(ptr<bf16>(in), t, k, ptr<uint8_t>(act_q), ptr<float>(act_scale), stream));
     CUDA_CHECK(gemm.run_fp8(ptr<uint8_t>(act_q), ptr<float>(act_scale), ptr<uint8_t>(w.weight), w_scale, out, type, t,
-                            n, k, accumulate, stream));
+                            n, k, accumulate, ptr<float>(fp8_scratch), fp8_rows, stream));
 }
 
 void CudaRunner::Impl::enqueue_lm_head(int begin, int n) {
@@ -644,11 +670,17 @@ Result<std::unique_ptr<CudaRunner>> CudaRunner::create(const model::Checkpoint& 
     CUDA_CHECK(cudaSetDevice(config.device));
     CudaRunnerConfig c = config;
     if (c.max_context_tokens <= 0) c.max_context_tokens = checkpoint.config().max_position_embeddings;
-    cuda::Gemm probe;   // the heuristic of the runner's Gemm (same workspace size), for the shapes FP8 can take
+    // An FP8 weight stays FP8 where the FP8 GEMV takes its k and, for steps longer than the GEMV's,
+    // cuBLASLt's FP8 GEMM has algorithms for it (probed with the runner's workspace size); else it is
+    // dequantized to bf16.
+    cuda::Gemm probe;
     const int max_tokens = c.max_num_tokens_per_step;
+    const int gemm_rows = std::min(max_tokens, fp8_scratch_rows(checkpoint.config(), max_tokens));
     auto weights = CudaWeights::upload(checkpoint, [&](int64_t n, int64_t k) {
-        return probe.fp8_supported(2, static_cast<int>(n), static_cast<int>(k)) &&
-               probe.fp8_supported(std::max(2, max_tokens), static_cast<int>(n), static_cast<int>(k));
+        if (k % 64 != 0) return false;
+        if (max_tokens <= kFp8GemvTokens) return true;
+        return probe.fp8_supported(kFp8GemvTokens + 1, static_cast<int>(n), static_cast<int>(k)) &&
+               probe.fp8_supported(gemm_rows, static_cast<int>(n), static_cast<int>(k));
     });
     if (!weights.ok()) return weights.status();
     auto impl = std::make_unique<Impl>(checkpoint, c, std::move(weights).value());

@@ -62,17 +62,17 @@ Result<cuda::DeviceBuffer> to_device(std::initializer_list<const WeightTensor*> 
 }
 
 // Whether the fused matrix of `parts` stays FP8: every part FP8 with one scale per row (per-tensor or
-// per-channel), its rows and columns multiples of 16 (the FP8 GEMM's and GEMV's granularity) and a
-// shape the FP8 GEMM has algorithms for.
+// per-channel), its rows and columns multiples of 16 (the FP8 GEMM's granularity) and a shape the
+// FP8 kernels take (fp8_ok).
 bool keeps_fp8(std::initializer_list<const WeightTensor*> parts,
-               const std::function<bool(int64_t n, int64_t k)>& fp8_gemm_ok) {
+               const std::function<bool(int64_t n, int64_t k)>& fp8_ok) {
     int64_t rows = 0;
     for (const WeightTensor* t : parts) {
         if (t->dtype != DType::kF8E4M3 || t->scales.block_cols != t->cols()) return false;
         rows += t->rows();
     }
     const int64_t cols = (*parts.begin())->cols();
-    return rows % 16 == 0 && cols % 16 == 0 && fp8_gemm_ok(rows, cols);
+    return rows % 16 == 0 && cols % 16 == 0 && fp8_ok(rows, cols);
 }
 
 // The parts' E4M3 bytes one after another, and each row's scale.
@@ -98,7 +98,7 @@ Status to_device_fp8(std::initializer_list<const WeightTensor*> parts, CudaLinea
 }  // namespace
 
 Result<CudaWeights> CudaWeights::upload(const model::Checkpoint& checkpoint,
-                                       const std::function<bool(int64_t n, int64_t k)>& fp8_gemm_ok) {
+                                       const std::function<bool(int64_t n, int64_t k)>& fp8_ok) {
     const model::ModelConfig& cfg = checkpoint.config();
     const model::ModelWeights& w = checkpoint.weights();
     CudaWeights out;
@@ -109,7 +109,7 @@ Result<CudaWeights> CudaWeights::upload(const model::Checkpoint& checkpoint,
         return ok_status();
     };
     auto linear = [&](CudaLinear& dst, std::initializer_list<const WeightTensor*> parts) -> Status {
-        if (!keeps_fp8(parts, fp8_gemm_ok)) return upload(dst.weight, parts);
+        if (!keeps_fp8(parts, fp8_ok)) return upload(dst.weight, parts);
         ++out.num_fp8_linears;
         return to_device_fp8(parts, dst, out.num_bytes);
     };

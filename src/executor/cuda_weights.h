@@ -2,7 +2,9 @@
 // matrix each (one GEMM instead of three / two). FP8 checkpoints with per-tensor or per-channel
 // scales keep their linear weights in FP8 with a scale per row (a fused matrix's parts keep their own
 // scales, so fusing is exact); block-scaled ones, and matrices the FP8 kernels cannot take (rows or
-// columns not multiples of 16, or shapes cuBLASLt's FP8 GEMM lacks), are dequantized to bf16. Built once from the host views; owns every buffer.
+// columns not multiples of 16, or what fp8_ok refuses: the runner's k % 64 for the FP8 GEMV, shapes
+// cuBLASLt's FP8 GEMM lacks), are dequantized to bf16. Built once from the host views; owns every
+// buffer.
 #pragma once
 
 #include <functional>
@@ -42,9 +44,9 @@ struct CudaWeights {
     int num_fp8_linears = 0;        // linear weights kept in FP8
 
     // Errors: features the CUDA path does not support (o/mlp biases), device memory exhausted.
-    // fp8_gemm_ok(n, k): whether the FP8 GEMM takes an n x k weight (else it is dequantized to bf16).
+    // fp8_ok(n, k): whether the FP8 kernels take an n x k weight (else it is dequantized to bf16).
     static Result<CudaWeights> upload(const model::Checkpoint& checkpoint,
-                                      const std::function<bool(int64_t n, int64_t k)>& fp8_gemm_ok);
+                                      const std::function<bool(int64_t n, int64_t k)>& fp8_ok);
 };
 
 }  // namespace hichat::executor

@@ -329,16 +329,23 @@ void bench_sampling(std::mt19937& rng) {
 }
 
 // FP8 against bf16 on the 8B's shapes (q|k|v, o, gate|up, down): microseconds per product at each m.
-// m = 1: fp8_gemv vs the bf16 gemv; m > 1: quantize_fp8_rows + Gemm::run_fp8 vs Gemm::run (bf16 out).
+// m <= 8: fp8_gemv vs Gemm::run (the bf16 gemv at m = 1, cuBLASLt above); m > 8: quantize_fp8_rows +
+// Gemm::run_fp8 (scratch of 2048 rows) vs Gemm::run (bf16 out).
 void bench_fp8(std::mt19937& rng) {
     Gemm gemm;
     struct Shape { int n, k; const char* name; };
     const Shape shapes[] = {{6144, 4096, "qkv"}, {4096, 4096, "o"}, {28672, 4096, "gate_up"}, {4096, 14336, "down"}};
     std::vector<uint8_t> codes(size_t{1} << 22);
     for (uint8_t& c : codes) do c = static_cast<uint8_t>(rng() & 0xffu); while ((c & 0x7fu) >= 0x78u);  // |v| < 256
-    for (int m : {1, 16, 64, 128, 256, 1024, 4096}) {
+    const int scratch_rows = 2048;
+    DeviceBuffer scratch(size_t{4} * scratch_rows * 28672);
+    for (int m : {1, 2, 4, 8, 16, 64, 128, 256, 1024, 4096}) {
         double bf16_sum = 0.0, fp8_sum = 0.0;
         for (const Shape s : shapes) {
+            if (m > 8 && !gemm.fp8_supported(std::min(m, scratch_rows), s.n, s.k)) {
+                std::printf("fp8 m=%-5d %-8s no cuBLASLt FP8 algorithm\n", m, s.name);
+                continue;
+            }
             DeviceBuffer a = random_buffer(size_t{1} * m * s.k, false, rng), wb = random_buffer(size_t{1} * s.n * s.k, false, rng);
             DeviceBuffer w8(size_t{1} * s.n * s.k);
             for (size_t done = 0; done < w8.num_bytes(); done += codes.size()) {
@@ -351,12 +358,12 @@ void bench_fp8(std::mt19937& rng) {
                 return gemm.run(a.as<bf16>(), wb.as<bf16>(), d.data(), GemmOut::kBf16, m, s.n, s.k, false, nullptr);
             });
             const double fp8_ms = time_ms([&] {
-                if (m == 1) return fp8_gemv(a.as<bf16>(), w8.as<uint8_t>(), w_scale.as<float>(), d.data(), false, 1, s.n,
+                if (m <= 8) return fp8_gemv(a.as<bf16>(), w8.as<uint8_t>(), w_scale.as<float>(), d.data(), false, m, s.n,
                                             s.k, false, nullptr);
                 const cudaError_t e = quantize_fp8_rows(a.as<bf16>(), m, s.k, a8.as<uint8_t>(), a_scale.as<float>(), nullptr);
                 if (e != cudaSuccess) return e;
                 return gemm.run_fp8(a8.as<uint8_t>(), a_scale.as<float>(), w8.as<uint8_t>(), w_scale.as<float>(), d.data(),
-                                    GemmOut::kBf16, m, s.n, s.k, false, nullptr);
+                                    GemmOut::kBf16, m, s.n, s.k, false, scratch.as<float>(), scratch_rows, nullptr);
             });
             bf16_sum += bf16_ms;
             fp8_sum += fp8_ms;

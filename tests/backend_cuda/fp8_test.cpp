@@ -1,7 +1,8 @@
 // The FP8 (E4M3) ops against the CPU computing on the same quantized values: per-token activation
 // quantization (codes and scales exactly as base/dtype's conversion gives them), the FP8-weight GEMV
-// (bf16 activations, a scale per weight row), and cuBLASLt's FP8 GEMM with a scale per activation row
-// and per weight row; awkward sizes; shapes the kernels cannot take are refused.
+// (1-8 tokens of bf16 activations, a scale per weight row; subnormal and extreme codes, activations
+// far apart in size), and the FP8 GEMM (cuBLASLt's unit-scale product in chunks, then a scale per
+// activation row and per weight row); awkward sizes; shapes the kernels cannot take are refused.
 #include <cuda_runtime_api.h>
 
 #include "backend/cuda/gemm.h"
@@ -60,30 +61,109 @@ TEST_F(Fp8Test, GemvMatchesCpuOnTheQuantizedWeights) {
     const uint32_t seed = fresh_seed();
     SCOPED_TRACE(seed);
     std::mt19937 rng(seed);
-    for (auto [n, k] : {std::pair{1, 16}, {33, 48}, {300, 2064}, {4096, 4096}, {1024, 14336}, {96, 128}}) {
-        const auto a_bits = to_bf16(random_floats(rng, k));
-        const auto w = random_codes(rng, size_t{1} * n * k);
-        const auto scale = random_scales(rng, n);
-        const auto d0 = random_floats(rng, n, -4.0f, 4.0f);
-        std::vector<float> ref(n);
-        for (int j = 0; j < n; ++j) {
-            double acc = 0.0;
-            for (int c = 0; c < k; ++c) acc += double{fp8_e4m3_to_f32(w[size_t{1} * j * k + c])} * bf16_to_f32(a_bits[c]);
-            ref[j] = static_cast<float>(acc * scale[j]);
+    struct Case { int m, n, k; };
+    for (const Case c : {Case{1, 1, 64}, Case{3, 33, 128}, Case{8, 300, 2112}, Case{1, 4096, 4096}, Case{5, 1024, 14336},
+                         Case{2, 96, 192}, Case{7, 17, 640}, Case{1, 6144, 4096}}) {
+        std::vector<float> a = random_floats(rng, size_t{1} * c.m * c.k);
+        if (c.m > 1) {   // token 1: a large and a tiny range (the kernel scales activations by 2^100)
+            for (int i = 0; i < c.k; ++i) a[size_t{1} * c.k + i] *= i % 2 == 0 ? 5000.0f : 1e-30f;
+        }
+        const auto a_bits = to_bf16(a);
+        auto w = random_codes(rng, size_t{1} * c.n * c.k);
+        for (int i = 0; i < c.k; ++i) {   // row 0: subnormal codes only (and zeros); row 1: +-448 and the smallest normals
+            const uint8_t subnormal[] = {0x01, 0x81, 0x07, 0x87, 0x00, 0x80, 0x03, 0x85};
+            const uint8_t extreme[] = {0x7e, 0xfe, 0x08, 0x88, 0x7e};
+            w[i] = subnormal[i % 8];
+            if (c.n > 1) w[size_t{1} * c.k + i] = extreme[i % 5];
+        }
+        const auto scale = random_scales(rng, c.n);
+        const auto d0 = random_floats(rng, size_t{1} * c.m * c.n, -4.0f, 4.0f);
+        std::vector<float> ref(size_t{1} * c.m * c.n), ref_abs(ref.size());   // ref_abs: the sum of |terms|
+        for (int r = 0; r < c.m; ++r) {
+            for (int j = 0; j < c.n; ++j) {
+                double acc = 0.0, abs_acc = 0.0;
+                for (int i = 0; i < c.k; ++i) {
+                    const double term =
+                        double{fp8_e4m3_to_f32(w[size_t{1} * j * c.k + i])} * bf16_to_f32(a_bits[size_t{1} * r * c.k + i]);
+                    acc += term;
+                    abs_acc += std::fabs(term);
+                }
+                ref[size_t{1} * r * c.n + j] = static_cast<float>(acc * scale[j]);
+                ref_abs[size_t{1} * r * c.n + j] = static_cast<float>(abs_acc * scale[j]);
+            }
         }
         DeviceBuffer d_a = upload(a_bits), d_w = upload(w), d_s = upload(scale);
+        const size_t count = size_t{1} * c.m * c.n;
         for (int variant = 0; variant < 3; ++variant) {   // fp32, fp32 accumulated, bf16
-            SCOPED_TRACE(::testing::Message() << "n " << n << " k " << k << " variant " << variant);
+            SCOPED_TRACE(::testing::Message() << "m " << c.m << " n " << c.n << " k " << c.k << " variant " << variant);
             const bool f32 = variant < 2, acc = variant == 1;
-            DeviceBuffer d_d = acc ? upload(d0) : poisoned(size_t{1} * n * (f32 ? 4 : 2));
-            ASSERT_EQ(fp8_gemv(d_a.as<bf16>(), d_w.as<uint8_t>(), d_s.as<float>(), d_d.data(), f32, 1, n, k, acc, nullptr),
+            DeviceBuffer d_d = acc ? upload(d0) : poisoned(count * (f32 ? 4 : 2));
+            ASSERT_EQ(fp8_gemv(d_a.as<bf16>(), d_w.as<uint8_t>(), d_s.as<float>(), d_d.data(), f32, c.m, c.n, c.k, acc,
+                               nullptr),
                       cudaSuccess);
-            std::vector<float> out = f32 ? download<float>(d_d, n) : from_bf16(download<uint16_t>(d_d, n));
+            std::vector<float> out = f32 ? download<float>(d_d, count) : from_bf16(download<uint16_t>(d_d, count));
             std::vector<float> want = ref;
-            if (acc) for (int j = 0; j < n; ++j) want[j] += d0[j];
+            if (acc) for (size_t i = 0; i < count; ++i) want[i] += d0[i];
             EXPECT_EQ(count_nan(out), 0u);
-            EXPECT_LT(relative_error(out, want), f32 ? 1e-5 : 4e-3);
+            for (int r = 0; r < c.m; ++r) {   // each token on its own: token 1 is 10^4 times the others
+                const auto row = [&](const std::vector<float>& v) {
+                    return std::vector<float>(v.begin() + size_t{1} * r * c.n, v.begin() + size_t{1} * (r + 1) * c.n);
+                };
+                EXPECT_LT(relative_error(row(out), row(want)), f32 ? 1e-5 : 4e-3) << "token " << r;
+            }
+            if (f32 && !acc) {   // rows 0 and 1 (subnormal, extreme codes) within fp32 rounding of their terms
+                for (int r = 0; r < c.m; ++r) {
+                    for (int j = 0; j < std::min(c.n, 2); ++j) {
+                        const size_t i = size_t{1} * r * c.n + j;
+                        EXPECT_NEAR(out[i], want[i], 1e-5 * ref_abs[i]) << "row " << j << " token " << r;
+                    }
+                }
+            }
         }
+    }
+}
+
+TEST_F(Fp8Test, GemvSiluMulMatchesTheGemvThenSiluMul) {
+    const uint32_t seed = fresh_seed();
+    SCOPED_TRACE(seed);
+    std::mt19937 rng(seed);
+    struct Case { int m, inter, k; };
+    for (const Case c : {Case{1, 16, 64}, Case{3, 40, 192}, Case{8, 1000, 1024}, Case{1, 2048, 4096}, Case{2, 7, 128}}) {
+        SCOPED_TRACE(::testing::Message() << "m " << c.m << " inter " << c.inter << " k " << c.k);
+        const auto a_bits = to_bf16(random_floats(rng, size_t{1} * c.m * c.k));
+        const auto w = random_codes(rng, size_t{2} * c.inter * c.k);
+        const auto scale = random_scales(rng, size_t{2} * c.inter);
+        DeviceBuffer d_a = upload(a_bits), d_w = upload(w), d_s = upload(scale);
+        const size_t count = size_t{1} * c.m * c.inter;
+        DeviceBuffer d_out = poisoned(count * 2), d_gu = poisoned(count * 4), d_ref = poisoned(count * 2);
+        ASSERT_EQ(fp8_gemv_silu_mul(d_a.as<bf16>(), d_w.as<uint8_t>(), d_s.as<float>(), d_out.as<bf16>(), c.m, c.inter,
+                                    c.k, nullptr),
+                  cudaSuccess);
+        // The same from the plain FP8 GEMV to bf16 and silu_mul (equal but for the k split, which may
+        // differ: a bf16 rounding apart at most).
+        ASSERT_EQ(fp8_gemv(d_a.as<bf16>(), d_w.as<uint8_t>(), d_s.as<float>(), d_gu.data(), false, c.m, 2 * c.inter, c.k,
+                           false, nullptr),
+                  cudaSuccess);
+        // fp8_gemv's rows are [gate | up] per token; silu_mul wants each token's [gate | up] row: the same.
+        ASSERT_EQ(silu_mul(d_gu.as<bf16>(), c.m, c.inter, d_ref.as<bf16>(), nullptr), cudaSuccess);
+        const auto got = download<uint16_t>(d_out, count);
+        EXPECT_LT(relative_error(from_bf16(got), from_bf16(download<uint16_t>(d_ref, count))), 4e-3);
+        // And against the CPU on the quantized weights.
+        std::vector<float> ref(count);
+        for (int r = 0; r < c.m; ++r) {
+            for (int j = 0; j < c.inter; ++j) {
+                double gate = 0.0, up = 0.0;
+                for (int i = 0; i < c.k; ++i) {
+                    const double x = bf16_to_f32(a_bits[size_t{1} * r * c.k + i]);
+                    gate += x * fp8_e4m3_to_f32(w[size_t{1} * j * c.k + i]);
+                    up += x * fp8_e4m3_to_f32(w[(size_t{1} * c.inter + j) * c.k + i]);
+                }
+                gate *= scale[j];
+                up *= scale[c.inter + j];
+                ref[size_t{1} * r * c.inter + j] = static_cast<float>(gate / (1.0 + std::exp(-gate)) * up);
+            }
+        }
+        EXPECT_LT(relative_error(from_bf16(got), ref), 1e-2);
     }
 }
 
@@ -93,6 +173,8 @@ TEST_F(Fp8Test, GemmMatchesCpuOnTheQuantizedValues) {
     std::mt19937 rng(seed);
     Gemm gemm;
     int refused = 0;
+    const int scratch_rows = 64;   // m = 128 and 257 run in chunks
+    DeviceBuffer scratch(size_t{4} * scratch_rows * 1024);
     struct Case { int m, n, k; };
     for (const Case c : {Case{1, 16, 16}, Case{3, 48, 80}, Case{17, 1024, 1024}, Case{128, 96, 4096}, Case{257, 512, 272}}) {
         const auto a = random_codes(rng, size_t{1} * c.m * c.k), w = random_codes(rng, size_t{1} * c.n * c.k);
@@ -112,7 +194,7 @@ TEST_F(Fp8Test, GemmMatchesCpuOnTheQuantizedValues) {
         if (!gemm.fp8_supported(c.m, c.n, c.k)) {   // then run_fp8 refuses it, and the runner dequantizes
             DeviceBuffer d_d = poisoned(size_t{1} * c.m * c.n * 2);
             EXPECT_EQ(gemm.run_fp8(d_a.as<uint8_t>(), d_as.as<float>(), d_w.as<uint8_t>(), d_ws.as<float>(), d_d.data(),
-                                   GemmOut::kBf16, c.m, c.n, c.k, false, nullptr),
+                                   GemmOut::kBf16, c.m, c.n, c.k, false, scratch.as<float>(), scratch_rows, nullptr),
                       cudaErrorNotSupported);
             ++refused;
             continue;
@@ -123,7 +205,8 @@ TEST_F(Fp8Test, GemmMatchesCpuOnTheQuantizedValues) {
             const size_t count = size_t{1} * c.m * c.n;
             DeviceBuffer d_d = acc ? upload(d0) : poisoned(count * 2);
             ASSERT_EQ(gemm.run_fp8(d_a.as<uint8_t>(), d_as.as<float>(), d_w.as<uint8_t>(), d_ws.as<float>(), d_d.data(),
-                                   acc ? GemmOut::kF32 : GemmOut::kBf16, c.m, c.n, c.k, acc, nullptr),
+                                   acc ? GemmOut::kF32 : GemmOut::kBf16, c.m, c.n, c.k, acc, scratch.as<float>(),
+                                   scratch_rows, nullptr),
                       cudaSuccess);
             std::vector<float> out = acc ? download<float>(d_d, count) : from_bf16(download<uint16_t>(d_d, count));
             std::vector<float> want = ref;
@@ -133,25 +216,35 @@ TEST_F(Fp8Test, GemmMatchesCpuOnTheQuantizedValues) {
             EXPECT_LT(relative_error(out, want), 1e-2);
         }
     }
-    // cuBLASLt 13.1 on the H200 has no FP8 algorithm with outer-vector scales: every case is refused.
-    if (refused == 5) GTEST_SKIP() << "SKIPPED: cuBLASLt has no FP8 outer-vector-scale algorithm on this GPU (refused as such)";
+    if (refused == 5) GTEST_SKIP() << "SKIPPED: cuBLASLt has no FP8 algorithm on this GPU (refused as such)";
 }
 
 TEST_F(Fp8Test, ShapesTheKernelsCannotTakeAreRefused) {
     Gemm gemm;
-    DeviceBuffer a(64 * 64), w(64 * 64), s(64 * 4), d(64 * 64 * 4);
+    DeviceBuffer a(64 * 64), w(64 * 64), s(64 * 4), d(64 * 64 * 4), p(64 * 64 * 4);
+    float* scratch = p.as<float>();
     EXPECT_EQ(gemm.run_fp8(a.as<uint8_t>(), s.as<float>(), w.as<uint8_t>(), s.as<float>(), d.data(), GemmOut::kBf16, 4, 32,
-                           24, false, nullptr),
+                           24, false, scratch, 16, nullptr),
               cudaErrorNotSupported);   // k % 16
     EXPECT_EQ(gemm.run_fp8(a.as<uint8_t>(), s.as<float>(), w.as<uint8_t>(), s.as<float>(), d.data(), GemmOut::kBf16, 4, 40,
-                           32, false, nullptr),
+                           32, false, scratch, 16, nullptr),
               cudaErrorNotSupported);   // n % 16
     EXPECT_EQ(gemm.run_fp8(a.as<uint8_t>() + 1, s.as<float>(), w.as<uint8_t>(), s.as<float>(), d.data(), GemmOut::kBf16, 4,
-                           32, 32, false, nullptr),
+                           32, 32, false, scratch, 16, nullptr),
               cudaErrorNotSupported);   // alignment
-    EXPECT_FALSE(fp8_gemv_applies(a.data(), w.data(), d.data(), 1, 24));
-    EXPECT_EQ(fp8_gemv(a.as<bf16>(), w.as<uint8_t>(), s.as<float>(), d.data(), true, 1, 8, 24, false, nullptr),
+    EXPECT_EQ(gemm.run_fp8(a.as<uint8_t>(), s.as<float>(), w.as<uint8_t>(), s.as<float>(), d.data(), GemmOut::kBf16, 4,
+                           32, 32, false, nullptr, 16, nullptr),
+              cudaErrorInvalidValue);   // no scratch
+    EXPECT_FALSE(fp8_gemv_applies(a.data(), w.data(), d.data(), 1, 48));    // k % 64
+    EXPECT_FALSE(fp8_gemv_applies(a.data(), w.data(), d.data(), 9, 64));    // more than 8 tokens
+    EXPECT_FALSE(fp8_gemv_applies(a.data(), w.data(), d.data(), 0, 64));
+    EXPECT_TRUE(fp8_gemv_applies(a.data(), w.data(), d.data(), 8, 64));
+    EXPECT_EQ(fp8_gemv(a.as<bf16>(), w.as<uint8_t>(), s.as<float>(), d.data(), true, 1, 8, 48, false, nullptr),
               cudaErrorInvalidValue);
+    EXPECT_EQ(fp8_gemv_silu_mul(a.as<bf16>(), w.as<uint8_t>(), s.as<float>(), d.as<bf16>(), 9, 8, 64, nullptr),
+              cudaErrorInvalidValue);   // more than 8 tokens
+    EXPECT_EQ(scale_fp8_product(p.as<float>(), s.as<float>(), s.as<float>(), d.data(), true, false, 2, 30, nullptr),
+              cudaErrorInvalidValue);   // n % 4
     EXPECT_EQ(quantize_fp8_rows(a.as<bf16>(), 2, 24, w.as<uint8_t>(), s.as<float>(), nullptr), cudaErrorInvalidValue);
 }
 

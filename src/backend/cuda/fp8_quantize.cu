@@ -1,3 +1,6 @@
+// The FP8 GEMM's own kernels around cuBLASLt's unit-scale product: quantize_fp8_rows before it,
+// scale_fp8_product after it.
+//
 // quantize_fp8_rows: per-token dynamic FP8 (E4M3) quantization of a bf16 activation for the FP8
 // GEMM. One block per row: the row's absolute maximum (16-byte loads, block reduction), then each
 // element divided by the row's scale and converted with saturation (the hardware's satfinite
@@ -62,7 +65,48 @@ __global__ void __launch_bounds__(kThreads) quantize_fp8_rows_kernel(const bf16*
     kernels::pdl_launch_dependents();
 }
 
+// grid (ceil(n / (kThreads * 4)), m): d[i, j] (+)= p[i, j] * a_scale[i] * w_scale[j], four columns per
+// thread (n % 4 == 0).
+__global__ void __launch_bounds__(kThreads) scale_fp8_product_kernel(const float* __restrict__ p,
+                                                                  const float* __restrict__ a_scale,
+                                                                  const float* __restrict__ w_scale, void* __restrict__ d,
+                                                                  int n, bool f32_out, bool accumulate) {
+    const int row = blockIdx.y, col = (blockIdx.x * kThreads + threadIdx.x) * 4;
+    kernels::pdl_wait();
+    if (col < n) {
+        const int64_t at = static_cast<int64_t>(row) * n + col;
+        const float4 v = *reinterpret_cast<const float4*>(p + at);
+        const float4 ws = *reinterpret_cast<const float4*>(w_scale + col);
+        const float as = a_scale[row];
+        float4 r = make_float4(v.x * as * ws.x, v.y * as * ws.y, v.z * as * ws.z, v.w * as * ws.w);
+        if (f32_out) {
+            float4* out = reinterpret_cast<float4*>(static_cast<float*>(d) + at);
+            if (accumulate) {
+                const float4 o = *out;
+                r = make_float4(o.x + r.x, o.y + r.y, o.z + r.z, o.w + r.w);
+            }
+            *out = r;
+        } else {
+            __nv_bfloat162* out = reinterpret_cast<__nv_bfloat162*>(static_cast<bf16*>(d) + at);
+            out[0] = __floats2bfloat162_rn(r.x, r.y);
+            out[1] = __floats2bfloat162_rn(r.z, r.w);
+        }
+    }
+    kernels::pdl_launch_dependents();
+}
+
 }  // namespace
+
+cudaError_t scale_fp8_product(const float* p, const float* a_scale, const float* w_scale, void* d, bool f32_out,
+                              bool accumulate, int m, int n, cudaStream_t stream) {
+    if (m == 0 || n == 0) return cudaSuccess;
+    if (m < 0 || n < 0 || n % 4 != 0 || (accumulate && !f32_out) || !kernels::host_aligned16(p) ||
+        !kernels::host_aligned16(w_scale) || !kernels::host_aligned(d, f32_out ? 16 : 8) || a_scale == nullptr) {
+        return cudaErrorInvalidValue;
+    }
+    return kernels::launch_pdl(scale_fp8_product_kernel, dim3(kernels::ceil_div(n, kThreads * 4), m), dim3(kThreads), 0,
+                               stream, p, a_scale, w_scale, d, n, f32_out, accumulate);
+}
 
 cudaError_t quantize_fp8_rows(const bf16* x, int rows, int k, uint8_t* q, float* scale, cudaStream_t stream) {
     if (rows == 0) return cudaSuccess;

@@ -29,7 +29,7 @@ struct PlanKey {
     GemmOut out;
     bool accumulate;
     int alignment_bytes;   // smallest alignment of the three pointers, capped at 16
-    bool fp8 = false;      // E4M3 inputs with outer-vector scales
+    bool fp8 = false;      // E4M3 inputs, unit scales (fp32 out, no accumulation)
     bool operator<(const PlanKey& o) const {
         return std::tie(m, n, k, out, accumulate, alignment_bytes, fp8) <
                std::tie(o.m, o.n, o.k, o.out, o.accumulate, o.alignment_bytes, o.fp8);
@@ -90,12 +90,6 @@ Plan& Gemm::Impl::plan_for(const PlanKey& key) {
     CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_w, sizeof(trans_w)));
     CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &trans_a, sizeof(trans_a)));
     const cudaDataType_t in_type = key.fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
-    if (key.fp8) {
-        // cuBLAS's A is our W (scales per its m = our n), its B our activations (per its n = our m).
-        const int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
-        CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof(mode)));
-        CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof(mode)));
-    }
     // Column-major views: W^T is [k, n] (ld k), A^T is [k, m] (ld k), D^T is [n, m] (ld n).
     CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p.w_layout, in_type, key.k, key.n, key.k));
     CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p.a_layout, in_type, key.k, key.m, key.k));
@@ -157,29 +151,35 @@ cudaError_t Gemm::run(const __nv_bfloat16* a, const __nv_bfloat16* w, void* d, G
 
 bool Gemm::fp8_supported(int m, int n, int k) {
     if (m <= 0 || n <= 0 || k <= 0 || k % 16 != 0 || n % 16 != 0) return false;
-    PlanKey key{m, n, k, GemmOut::kBf16, false, 16};
+    PlanKey key{m, n, k, GemmOut::kF32, false, 16};
     key.fp8 = true;
-    if (!impl_->plan_for(key).has_algo) return false;
-    key.out = GemmOut::kF32;
-    key.accumulate = true;
     return impl_->plan_for(key).has_algo;
 }
 
 cudaError_t Gemm::run_fp8(const uint8_t* a, const float* a_scale, const uint8_t* w, const float* w_scale, void* d,
-                          GemmOut out_type, int m, int n, int k, bool accumulate, cudaStream_t stream) {
-    if (m < 0 || n < 0 || k < 0 || a_scale == nullptr || w_scale == nullptr) return cudaErrorInvalidValue;
+                          GemmOut out_type, int m, int n, int k, bool accumulate, float* scratch, int scratch_rows,
+                          cudaStream_t stream) {
+    if (m < 0 || n < 0 || k < 0 || a_scale == nullptr || w_scale == nullptr || scratch == nullptr || scratch_rows <= 0) {
+        return cudaErrorInvalidValue;
+    }
     if (m == 0 || n == 0) return cudaSuccess;
     if (accumulate && out_type != GemmOut::kF32) return cudaErrorInvalidValue;
-    const int alignment = std::min({pointer_alignment(a), pointer_alignment(w), pointer_alignment(d)});
+    const int alignment = std::min({pointer_alignment(a), pointer_alignment(w), pointer_alignment(d), pointer_alignment(scratch)});
     if (alignment < 16 || k % 16 != 0 || n % 16 != 0) return cudaErrorNotSupported;
-    PlanKey key{m, n, k, out_type, accumulate, alignment};
-    key.fp8 = true;
-    Plan& p = impl_->plan_for(key);
-    if (!p.has_algo) return cudaErrorNotSupported;
-    // The scale pointers change per call (per layer); the plan's algorithm does not depend on them.
-    CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scale, sizeof(w_scale)));
-    CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &a_scale, sizeof(a_scale)));
-    return impl_->matmul(p, a, w, d, accumulate, stream);
+    const size_t out_bytes = out_type == GemmOut::kF32 ? 4 : 2;
+    for (int r0 = 0; r0 < m; r0 += scratch_rows) {
+        const int rows = std::min(scratch_rows, m - r0);
+        PlanKey key{rows, n, k, GemmOut::kF32, false, 16};
+        key.fp8 = true;
+        Plan& p = impl_->plan_for(key);
+        if (!p.has_algo) return cudaErrorNotSupported;
+        cudaError_t st = impl_->matmul(p, a + static_cast<size_t>(r0) * k, w, scratch, false, stream);
+        if (st != cudaSuccess) return st;
+        st = scale_fp8_product(scratch, a_scale + r0, w_scale, static_cast<char*>(d) + static_cast<size_t>(r0) * n * out_bytes,
+                               out_type == GemmOut::kF32, accumulate, rows, n, stream);
+        if (st != cudaSuccess) return st;
+    }
+    return cudaSuccess;
 }
 
 }  // namespace hichat::cuda

@@ -1,5 +1,5 @@
 // Gemm: matrix products through cuBLASLt. D[m, n] = A[m, k] * W[n, k]^T (+ D when accumulate),
-// A and W bf16 row-major (or both FP8 E4M3 with a scale per row of each), D bf16 or fp32, fp32 accumulation. Owns the cuBLASLt handle and its
+// A and W bf16 row-major (or both FP8 E4M3 with a scale per row of each, run_fp8), D bf16 or fp32, fp32 accumulation. Owns the cuBLASLt handle and its
 // workspace (allocated once); caches algorithm choices per shape. One stream's thread at a time.
 #pragma once
 
@@ -27,13 +27,15 @@ public:
                     bool accumulate, cudaStream_t stream);
 
     // The FP8 product D[i, j] (+)= a_scale[i] * w_scale[j] * sum_k a[i, k] * w[j, k]: a [m, k] and
-    // w [n, k] E4M3 bytes, a_scale [m] and w_scale [n] fp32 on the device (cuBLASLt's outer-vector
-    // scaling), fast accumulation. cudaErrorNotSupported where cuBLASLt has no algorithm (it wants
-    // k and n multiples of 16 and 16-byte aligned pointers).
+    // w [n, k] E4M3 bytes, a_scale [m] and w_scale [n] fp32 on the device. cuBLASLt computes the
+    // unit-scale product into `scratch` (fp32, scratch_rows x n; m is taken in chunks of scratch_rows)
+    // with fast accumulation, and scale_fp8_product applies the scales (cuBLASLt 13.1 has no FP8
+    // algorithm with per-row scale vectors on the H200). cudaErrorNotSupported where cuBLASLt has no
+    // algorithm (it wants k and n multiples of 16 and 16-byte aligned pointers).
     cudaError_t run_fp8(const uint8_t* a, const float* a_scale, const uint8_t* w, const float* w_scale, void* d,
-                        GemmOut out_type, int m, int n, int k, bool accumulate, cudaStream_t stream);
-    // Whether run_fp8 has algorithms for m x n x k with 16-byte aligned pointers, bf16 out and fp32
-    // accumulated out.
+                        GemmOut out_type, int m, int n, int k, bool accumulate, float* scratch, int scratch_rows,
+                        cudaStream_t stream);
+    // Whether run_fp8 has an algorithm for m x n x k with 16-byte aligned pointers.
     bool fp8_supported(int m, int n, int k);
 
 private:

@@ -91,17 +91,28 @@ cudaError_t gemv_silu_mul(const bf16* a, const bf16* w_gate_up, bf16* out, int i
 
 // FP8 (E4M3) weights: w [n, k] one byte per element, row j meaning w[j, :] * w_scale[j] (a per-tensor
 // scale is one value repeated per row; fused q/k/v or gate/up keep each part's scale on its rows).
-// D[1, n] (+)= A[1, k] W^T for a one-token step, the weight dequantized in registers: A bf16 row-major,
-// D fp32 (f32_out, optionally accumulate) or bf16; fp32 accumulation. Needs k % 16 == 0, 16-byte
-// aligned a and w. The activations stay bf16 (weight-only FP8: the one-token step reads weights).
-bool fp8_gemv_applies(const void* a, const void* w, const void* d, int m, int k);   // m == 1
+// D[m, n] (+)= A[m, k] W^T for steps of 1-8 tokens, on the tensor cores with the weight turned into
+// bf16 in registers: A bf16 row-major, D fp32 (f32_out, optionally accumulate) or bf16; fp32
+// accumulation. Needs k % 64 == 0, 16-byte aligned a and w. The activations stay bf16 (weight-only
+// FP8: a small step reads weights).
+bool fp8_gemv_applies(const void* a, const void* w, const void* d, int m, int k);   // 1 <= m <= 8
 cudaError_t fp8_gemv(const bf16* a, const uint8_t* w, const float* w_scale, void* d, bool f32_out, int m, int n,
                      int k, bool accumulate, cudaStream_t stream);
+// The SwiGLU MLP input of 1-8 tokens from FP8 gate/up weights: out[t, j] = bf16(silu(g) * u) with
+// g = bf16((A W_gate^T)[t, j]), u = bf16((A W_up^T)[t, j]), as fp8_gemv to bf16 then silu_mul.
+// w_gate_up [2 * intermediate, k] (gate rows, then up rows), w_scale [2 * intermediate]; out bf16
+// [m, intermediate]; fp8_gemv_applies().
+cudaError_t fp8_gemv_silu_mul(const bf16* a, const uint8_t* w_gate_up, const float* w_scale, bf16* out, int m,
+                              int intermediate, int k, cudaStream_t stream);
 
 // Per-token dynamic FP8 quantization of activations: scale[r] = max(amax(x[r, :]) / 448, 1 / (448 * 512))
 // and q[r, c] = e4m3(x[r, c] / scale[r]) rounded to nearest even, saturated to +-448.
 // x bf16 [rows, k], q [rows, k] bytes (k % 16 == 0, 16-byte aligned x and q).
 cudaError_t quantize_fp8_rows(const bf16* x, int rows, int k, uint8_t* q, float* scale, cudaStream_t stream);
+// The FP8 GEMM's epilogue: d[i, j] (+)= p[i, j] * a_scale[i] * w_scale[j] for the unit-scale fp32 product
+// p [m, n]; d fp32 (optionally accumulated) or bf16. n % 4 == 0, p and w_scale 16-byte aligned.
+cudaError_t scale_fp8_product(const float* p, const float* a_scale, const float* w_scale, void* d, bool f32_out,
+                              bool accumulate, int m, int n, cudaStream_t stream);
 
 // Host-side helper for converting weights at load time (not a hot-path op).
 cudaError_t add_bias_bf16(bf16* x, const bf16* bias, int rows, int cols, cudaStream_t stream);
