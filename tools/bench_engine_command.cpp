@@ -27,6 +27,7 @@ struct BenchOptions {
     std::vector<int> batches;   // --batch 1,32,64: one runner (sized for the largest), one line each
     bool overlap = true;        // decode step N + 1 submitted before step N's ids are collected
     executor::DeviceKind device = executor::DeviceKind::kAuto;
+    model::CheckpointOptions checkpoint;   // --quantization
 };
 
 struct RunTimes {
@@ -66,6 +67,8 @@ constexpr FlagSpec kFlags[] = {
      .help = "timed runs per batch size; the median is reported", .min = 1, .max = 100},
     {.name = "device", .value_name = "auto|cpu|cuda", .default_value = "auto",
      .help = "where the model runs; auto: CUDA when a device is present"},
+    {.name = "quantization", .value_name = "none|fp8", .default_value = "none",
+     .help = "fp8: quantize a bf16 checkpoint's linear weights to FP8 on load (per-channel scales)"},
     {.name = "no-overlap", .kind = FlagKind::kBool,
      .help = "collect each decode step's ids before submitting the next (default: pipelined)"},
 };
@@ -86,6 +89,9 @@ Result<BenchOptions> parse_options(const CliArgs& flags) {
     auto device = executor::parse_device_kind(flags.get("device"));
     HICHAT_RETURN_IF_ERROR(device.status());
     o.device = *device;
+    auto quantization = model::parse_load_quantization(flags.get("quantization"));
+    HICHAT_RETURN_IF_ERROR(quantization.status());
+    o.checkpoint.quantization = *quantization;
     o.input_len = static_cast<int>(*input_len);
     o.output_len = static_cast<int>(*output_len);
     o.batches = *batches;
@@ -180,6 +186,7 @@ nlohmann::json measure(executor::ModelRunner& runner, const BenchOptions& opts, 
     return {
         {"engine", on_cuda ? "hichat-cuda" : "hichat-cpu"},
         {"model", opts.model_dir},
+        {"weights", runner.model_config().quant.quantized() ? runner.model_config().quant.describe() : "as stored"},
         {"threads", opts.num_threads > 0 ? opts.num_threads : static_cast<int>(std::thread::hardware_concurrency())},
         {"batch", opts.batch},
         {"prompt_len", opts.input_len},
@@ -197,7 +204,7 @@ nlohmann::json measure(executor::ModelRunner& runner, const BenchOptions& opts, 
 Status run(const CliArgs& flags) {
     auto opts = parse_options(flags);
     HICHAT_RETURN_IF_ERROR(opts.status());
-    auto checkpoint = model::Checkpoint::open(opts->model_dir);
+    auto checkpoint = model::Checkpoint::open(opts->model_dir, opts->checkpoint);
     HICHAT_RETURN_IF_ERROR(checkpoint.status());
     const model::ModelConfig& cfg = (*checkpoint)->config();
     const int context = opts->input_len + opts->output_len;

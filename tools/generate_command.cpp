@@ -23,6 +23,7 @@ struct GenerateOptions {
     int max_tokens = 128;
     int num_threads = 0;
     executor::DeviceKind device = executor::DeviceKind::kAuto;
+    model::CheckpointOptions checkpoint;
     bool ignore_eos = false;
     sampling::SamplingParams sampling;
 };
@@ -53,6 +54,8 @@ constexpr FlagSpec kFlags[] = {
      .max_per_online_core = 4},
     {.name = "device", .value_name = "auto|cpu|cuda", .default_value = "auto",
      .help = "where the model runs; auto: CUDA when a device is present"},
+    {.name = "quantization", .value_name = "none|fp8", .default_value = "none",
+     .help = "fp8: quantize a bf16 checkpoint's linear weights to FP8 on load (per-channel scales)"},
     {.name = "ignore-eos", .kind = FlagKind::kBool, .help = "keep generating past the end-of-sequence token"},
 };
 // clang-format on
@@ -79,6 +82,9 @@ Result<GenerateOptions> parse_options(const CliArgs& flags) {
     auto device = executor::parse_device_kind(flags.get("device"));
     HICHAT_RETURN_IF_ERROR(device.status());
     o.device = *device;
+    auto quantization = model::parse_load_quantization(flags.get("quantization"));
+    HICHAT_RETURN_IF_ERROR(quantization.status());
+    o.checkpoint.quantization = *quantization;
     o.sampling.temperature = static_cast<float>(*temperature);
     o.sampling.top_p = static_cast<float>(*top_p);
     o.sampling.top_k = static_cast<int>(*top_k);
@@ -94,7 +100,7 @@ double seconds_since(Clock::time_point t0) { return std::chrono::duration<double
 Status run(const CliArgs& flags) {
     auto opts = parse_options(flags);
     HICHAT_RETURN_IF_ERROR(opts.status());
-    auto checkpoint = model::Checkpoint::open(opts->model_dir);
+    auto checkpoint = model::Checkpoint::open(opts->model_dir, opts->checkpoint);
     HICHAT_RETURN_IF_ERROR(checkpoint.status());
     auto tok = tokenizer::Tokenizer::load(opts->model_dir);
     HICHAT_RETURN_IF_ERROR(tok.status());

@@ -48,6 +48,8 @@ constexpr FlagSpec kFlags[] = {
      .max_per_online_core = 4},
     {.name = "device", .value_name = "auto|cpu|cuda", .default_value = "auto",
      .help = "where the model runs; auto: CUDA when a device is present"},
+    {.name = "quantization", .value_name = "none|fp8", .default_value = "none",
+     .help = "fp8: quantize a bf16 checkpoint's linear weights to FP8 on load (per-channel scales)"},
 };
 // clang-format on
 
@@ -56,7 +58,9 @@ Status run(const CliArgs& flags) {
     auto threads = flags.get_int("threads");
     HICHAT_RETURN_IF_ERROR(threads.status());
 
-    auto checkpoint = model::Checkpoint::open(dir);
+    auto quantization = model::parse_load_quantization(flags.get("quantization"));
+    HICHAT_RETURN_IF_ERROR(quantization.status());
+    auto checkpoint = model::Checkpoint::open(dir, {.quantization = *quantization});
     HICHAT_RETURN_IF_ERROR(checkpoint.status());
     const model::ModelConfig& cfg = (*checkpoint)->config();
     auto ids = parse_ids(ids_text, cfg.vocab_size);

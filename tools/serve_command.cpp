@@ -114,7 +114,7 @@ executor::RunnerOptions runner_options(const ServeOptions& o) {
 // The model folder's files (mapped, not yet converted): read before the server listens, so that a bad
 // folder is one error line and nothing else.
 Status open_model_files(const ServeOptions& o, LoadedModel& m) {
-    auto checkpoint = model::Checkpoint::open(o.model_dir);
+    auto checkpoint = model::Checkpoint::open(o.model_dir, o.checkpoint);
     HICHAT_RETURN_IF_ERROR(checkpoint.status());
     m.checkpoint = std::move(checkpoint).value();
     const int model_len = m.checkpoint->config().max_position_embeddings;

@@ -84,6 +84,8 @@ constexpr FlagSpec kFlags[] = {
      .help = "at most N stored responses and N conversations; the oldest go first", .min = 1, .max = int64_t{1} << 40},
     {.name = "device", .value_name = "auto|cpu|cuda", .default_value = "auto",
      .help = "where the model runs; auto: CUDA when a device is present"},
+    {.name = "quantization", .value_name = "none|fp8", .default_value = "none",
+     .help = "fp8: quantize a bf16 checkpoint's linear weights to FP8 on load (per-channel scales)"},
     {.name = "gpu-memory-fraction", .kind = FlagKind::kNumber, .value_name = "F", .default_value = "0.9",
      .help = "CUDA KV cache: this share of the GPU memory free after the weights", .min = 0.05, .max = 0.99},
     {.name = "no-prefix-cache", .kind = FlagKind::kBool,
@@ -255,6 +257,9 @@ Result<ServeOptions> parse_serve_options(const CliArgs& flags) {
     auto device = executor::parse_device_kind(flags.get("device"));
     HICHAT_RETURN_IF_ERROR(device.status());
     o.device = *device;
+    auto quantization = model::parse_load_quantization(flags.get("quantization"));
+    HICHAT_RETURN_IF_ERROR(quantization.status());
+    o.checkpoint.quantization = *quantization;
     HICHAT_RETURN_IF_ERROR(check_device_flags(flags, o.device));
     auto fraction = flags.get_double("gpu-memory-fraction");
     HICHAT_RETURN_IF_ERROR(fraction.status());

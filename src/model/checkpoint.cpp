@@ -1,5 +1,9 @@
 #include "model/checkpoint.h"
 
+#include <thread>
+
+#include "model/fp8_quantize.h"
+
 #include <cmath>
 #include <set>
 #include <string>
@@ -197,7 +201,7 @@ Status bind_weights(const WeightFiles& files, const ModelConfig& cfg, ModelWeigh
 // Builds a Checkpoint: config.json, then the weight files, then name -> slot binding.
 class CheckpointLoader {
 public:
-    static Result<std::unique_ptr<Checkpoint>> load(const std::string& dir) {
+    static Result<std::unique_ptr<Checkpoint>> load(const std::string& dir, const CheckpointOptions& options) {
         std::unique_ptr<Checkpoint> ckpt(new Checkpoint());
         ckpt->dir_ = dir;
         Result<ModelConfig> config = load_model_config(dir);
@@ -207,10 +211,33 @@ public:
         if (!files.ok()) return files.status();
         HICHAT_RETURN_IF_ERROR(bind_weights(*files, ckpt->config_, ckpt->weights_));
         ckpt->files_ = std::move(files->files);
+        if (options.quantization == LoadQuantization::kFp8) HICHAT_RETURN_IF_ERROR(quantize_fp8(*ckpt, options.threads));
         return ckpt;
+    }
+
+private:
+    static Status quantize_fp8(Checkpoint& ckpt, int threads) {
+        if (ckpt.config_.quant.quantized()) {
+            return invalid_argument(ckpt.dir_ + "/config.json: --quantization fp8 needs a bf16, f16 or f32 checkpoint; this one is "
+                                    "already quantized (" + ckpt.config_.quant.describe() + ")");
+        }
+        if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        ckpt.quantized_ = std::make_unique<Fp8Quantization>(ckpt.weights_, threads);
+        ckpt.config_.quant = Fp8Quantization::config();
+        return ok_status();
     }
 };
 
-Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::string& dir) { return CheckpointLoader::load(dir); }
+Result<std::unique_ptr<Checkpoint>> Checkpoint::open(const std::string& dir, const CheckpointOptions& options) {
+    return CheckpointLoader::load(dir, options);
+}
+
+Checkpoint::~Checkpoint() = default;
+
+Result<LoadQuantization> parse_load_quantization(const std::string& text) {
+    if (text == "none") return LoadQuantization::kNone;
+    if (text == "fp8") return LoadQuantization::kFp8;
+    return invalid_argument("--quantization must be none or fp8, not '" + text + "'");
+}
 
 }  // namespace hichat::model

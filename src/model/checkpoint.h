@@ -13,12 +13,28 @@
 
 namespace hichat::model {
 
+class Fp8Quantization;
+
+// How open() stores the linear weights: as the files have them, or quantized to FP8 (per-channel
+// weight scales, dynamic per-token activations; fp8_quantize.h) from a bf16 / f16 / f32 checkpoint.
+enum class LoadQuantization { kNone, kFp8 };
+
+// The --quantization flag's value: "none" or "fp8"; any other is an error naming the flag.
+Result<LoadQuantization> parse_load_quantization(const std::string& text);
+
+struct CheckpointOptions {
+    LoadQuantization quantization = LoadQuantization::kNone;
+    int threads = 0;   // for the quantization; 0: one per hardware thread
+};
+
 class Checkpoint {
 public:
     // Opens `dir`: config.json, then model.safetensors or model.safetensors.index.json + shards.
     // Errors name the file and, where it applies, the tensor: missing files, bad JSON, unknown
     // architecture, truncated files, unsupported dtypes, missing, unexpected or misshaped tensors.
-    static Result<std::unique_ptr<Checkpoint>> open(const std::string& dir);
+    // With options.quantization kFp8, a checkpoint that is already quantized is refused.
+    static Result<std::unique_ptr<Checkpoint>> open(const std::string& dir, const CheckpointOptions& options = {});
+    ~Checkpoint();
 
     const std::string& dir() const { return dir_; }
     const ModelConfig& config() const { return config_; }
@@ -32,6 +48,7 @@ private:
     ModelConfig config_;
     ModelWeights weights_;
     std::vector<std::unique_ptr<SafetensorsFile>> files_;  // own the maps weights_ views
+    std::unique_ptr<Fp8Quantization> quantized_;            // owns the FP8 views of --quantization fp8
 };
 
 }  // namespace hichat::model

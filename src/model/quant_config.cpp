@@ -271,6 +271,7 @@ std::string QuantConfig::describe() const {
     if (!quantized()) return "not quantized";
     const char* method_name = method == QuantMethod::kCompressedTensors ? "compressed-tensors"
                               : method == QuantMethod::kHfFp8           ? "fp8"
+                              : method == QuantMethod::kOnLoad          ? "--quantization fp8 (on load):"
                                                                         : "modelopt";
     std::string s = std::string(method_name) + " FP8, " + scale_kind_name(weight_scale) + " weight scales";
     if (weight_scale == WeightScaleKind::kBlock) {

@@ -11,7 +11,7 @@
 
 namespace hichat::model {
 
-enum class QuantMethod { kNone, kCompressedTensors, kHfFp8, kModelOpt };
+enum class QuantMethod { kNone, kCompressedTensors, kHfFp8, kModelOpt, kOnLoad };   // kOnLoad: --quantization fp8
 
 // How the weight scales cover a [N, K] weight: one scale, one per output row, or one per block.
 enum class WeightScaleKind { kTensor, kChannel, kBlock };

@@ -5,9 +5,11 @@
 // weights, the relative error and top-1 agreement (the quantization error) are printed and bounded.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <tuple>
 
+#include "base/dtype.h"
 #include "common/fixtures.h"
 #include "executor/cpu_runner.h"
 #include "executor/runner_factory.h"
@@ -138,6 +140,93 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, Fp8GoldenTest,
                              return std::get<0>(info.param) + "_" +
                                     model::testing::fp8_layout_name(std::get<1>(info.param));
                          });
+
+// --quantization fp8: a bf16 fixture quantized on load is the compressed-tensors FP8_DYNAMIC checkpoint
+// of the same weights (per-channel amax / 448 scales, per-token activations), so its logits equal
+// that checkpoint's exactly, on the CPU and on CUDA.
+class Fp8OnLoadTest : public ::testing::TestWithParam<std::string> {
+protected:
+    void SetUp() override {
+        const model::testing::Fp8Checkpoint q = model::testing::quantize_fp8(
+            model::testing::read_checkpoint(fixture_dir(GetParam())), Fp8Layout::kCtChannelDynamic);
+        q.write_fp8(written_dir_.path());
+        written_ = open_ok(written_dir_.path());
+        auto on_load = model::Checkpoint::open(fixture_dir(GetParam()), {.quantization = model::LoadQuantization::kFp8,
+                                                                         .threads = 2});
+        ASSERT_TRUE(on_load.ok()) << on_load.status().message();
+        on_load_ = std::move(on_load).value();
+        ASSERT_TRUE(written_);
+        ids_ = testing::read_golden(GetParam())["ids_300"].get<std::vector<int32_t>>();
+    }
+
+    model::testing::TempDir written_dir_;
+    std::unique_ptr<model::Checkpoint> written_, on_load_;
+    std::vector<int32_t> ids_;
+};
+
+TEST_P(Fp8OnLoadTest, WeightsAreTheChannelDynamicCheckpoints) {
+    EXPECT_EQ(on_load_->config().quant.describe(),
+              "--quantization fp8 (on load): FP8, per-channel weight scales, dynamic per-token activations");
+    const auto& a = on_load_->weights().layers;
+    const auto& b = written_->weights().layers;
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t l = 0; l < a.size(); ++l) {
+        const model::WeightTensor* mine[] = {&a[l].q_proj, &a[l].k_proj, &a[l].v_proj, &a[l].o_proj, &a[l].gate_proj, &a[l].up_proj, &a[l].down_proj};
+        const model::WeightTensor* theirs[] = {&b[l].q_proj, &b[l].k_proj, &b[l].v_proj, &b[l].o_proj, &b[l].gate_proj, &b[l].up_proj, &b[l].down_proj};
+        for (int i = 0; i < 7; ++i) {
+            SCOPED_TRACE(::testing::Message() << "layer " << l << " linear " << i);
+            ASSERT_EQ(mine[i]->dtype, DType::kF8E4M3);
+            ASSERT_EQ(mine[i]->shape, theirs[i]->shape);
+            ASSERT_EQ(mine[i]->scales.block_rows, 1);
+            ASSERT_EQ(mine[i]->scales.block_cols, mine[i]->cols());
+            const auto* x = static_cast<const uint8_t*>(mine[i]->data);
+            const auto* y = static_cast<const uint8_t*>(theirs[i]->data);
+            EXPECT_TRUE(std::equal(x, x + mine[i]->num_elements(), y)) << "codes differ";
+            for (int64_t r = 0; r < mine[i]->rows(); ++r) {
+                ASSERT_EQ(load_as_f32(mine[i]->scales.data, mine[i]->scales.dtype, r),
+                          load_as_f32(theirs[i]->scales.data, theirs[i]->scales.dtype, r)) << "row " << r;
+            }
+        }
+    }
+}
+
+TEST_P(Fp8OnLoadTest, LogitsEqualTheChannelDynamicCheckpointsOnCpu) {
+    CpuRunner a(*on_load_, {.num_threads = 2, .num_kv_blocks = 32});
+    CpuRunner b(*written_, {.num_threads = 2, .num_kv_blocks = 32});
+    EXPECT_EQ(score(a, ids_), score(b, ids_));
+}
+
+TEST_P(Fp8OnLoadTest, LogitsEqualTheChannelDynamicCheckpointsOnCuda) {
+    if (!cuda_available()) GTEST_SKIP() << "SKIPPED: no CUDA device";
+    const RunnerOptions options{.device = DeviceKind::kCuda, .gpu_memory_fraction = 0.05, .max_num_seqs = 8,
+                                .max_num_tokens_per_step = 512, .max_context_tokens = 512};
+    auto a = make_runner(*on_load_, options);
+    auto b = make_runner(*written_, options);
+    ASSERT_TRUE(a.ok() && b.ok());
+    EXPECT_EQ(score(**a, ids_), score(**b, ids_));
+}
+
+TEST(Fp8OnLoad, AQuantizedCheckpointOrAnUnknownValueIsRefused) {
+    const model::testing::Fp8Checkpoint q = model::testing::quantize_fp8(
+        model::testing::read_checkpoint(fixture_dir("llama3")), Fp8Layout::kCtTensorStatic);
+    model::testing::TempDir dir;
+    q.write_fp8(dir.path());
+    auto ckpt = model::Checkpoint::open(dir.path(), {.quantization = model::LoadQuantization::kFp8});
+    ASSERT_FALSE(ckpt.ok());
+    EXPECT_NE(ckpt.status().message().find("--quantization fp8 needs a bf16, f16 or f32 checkpoint; this one is already "
+                                           "quantized (compressed-tensors FP8"),
+              std::string::npos)
+        << ckpt.status().message();
+    EXPECT_NE(ckpt.status().message().find(dir.path() + "/config.json"), std::string::npos);
+    auto bad = model::parse_load_quantization("int4");
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.status().message(), "--quantization must be none or fp8, not 'int4'");
+    EXPECT_EQ(*model::parse_load_quantization("fp8"), model::LoadQuantization::kFp8);
+    EXPECT_EQ(*model::parse_load_quantization("none"), model::LoadQuantization::kNone);
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, Fp8OnLoadTest, ::testing::ValuesIn(testing::fixture_names()),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace hichat::executor
