@@ -6,7 +6,9 @@
 #   3. hichat bench engine: batch 1/32/64/128/256 at prompt 128 / output 256 (and batch 1/256 without
 #      host/device overlap), prompt 1000 / output 1000 at batch 256, TTFT of a 2048-token prompt;
 #   4. hichat serve + hichat bench serve, 1000/1000 at concurrency 256 (served vs engine);
-#   5. transformers generate() on the same checkpoints and shapes (the peer, same run);
+#   3b/4b. the same 8B rows with `--quantization fp8` (FP8 weights, per-token activations), same run;
+#   5. transformers generate() on the same checkpoints and shapes (the peer, same run; SKIP_PEER=1
+#      leaves it out when the FP8 rows need the time);
 #   6. cuda_ops_bench.
 # Writes OUT_DIR/results.jsonl (every line tagged with gpu, commit, date), OUT_DIR/logs.tar.gz and
 # OUT_DIR/console.txt (everything printed, the record's console log); prints a table. SERVE_AB=name
@@ -61,28 +63,42 @@ timeout 120 hichat bench engine --model /tmp/b8 --device cuda --batch 256 --inpu
 timeout 60 hichat bench engine --model /tmp/b8 --device cuda --batch 1 --input-len 2048 --output-len 1 \
     --repeat 5 2>&1 | tee -a "$out/engine_8b.log" | tag "$m8"
 grep -v '^{' "$out/engine_8b.log"
+m8q="llama-3.1-8b-shape random, --quantization fp8"
+echo "== 8B engine, --quantization fp8"
+timeout 150 hichat bench engine --model /tmp/b8 --quantization fp8 --device cuda --batch 1,32,64,128,256 \
+    --input-len 128 --output-len 256 --repeat 1 2>&1 | tee "$out/engine_8b_fp8.log" | tag "$m8q"
+timeout 120 hichat bench engine --model /tmp/b8 --quantization fp8 --device cuda --batch 256 --input-len 1000 \
+    --output-len 1000 --repeat 1 2>&1 | tee -a "$out/engine_8b_fp8.log" | tag "$m8q"
+timeout 60 hichat bench engine --model /tmp/b8 --quantization fp8 --device cuda --batch 1 --input-len 2048 \
+    --output-len 1 --repeat 5 2>&1 | tee -a "$out/engine_8b_fp8.log" | tag "$m8q"
+grep -v '^{' "$out/engine_8b_fp8.log"
 
 echo "== 8B served (1000/1000, concurrency 256)"
-serve_8b() {  # serve_8b BINARY LOG_NAME: hichat serve + hichat bench serve; bench output on stdout
-    "$1" serve --model /tmp/b8 --device cuda --port 8300 --max-num-seqs 256 --max-num-batched-tokens 8192 \
-        --max-model-len 4096 > "$out/serve_$2.log" 2>&1 &
+serve_8b() {  # serve_8b BINARY LOG_NAME [FLAGS...]: hichat serve + hichat bench serve; bench output on stdout
+    local bin=$1 name=$2; shift 2
+    "$bin" serve --model /tmp/b8 --device cuda --port 8300 --max-num-seqs 256 --max-num-batched-tokens 8192 \
+        --max-model-len 4096 "$@" > "$out/serve_$name.log" 2>&1 &
     local pid=$!
-    for _ in $(seq 300); do grep -q "ready:" "$out/serve_$2.log" && break; sleep 0.2; done
-    timeout 150 "$1" bench serve --url http://127.0.0.1:8300 --model b8 --input-len 1000 --output-len 1000 \
-        --num-prompts 256 --max-concurrency 256 --vocab-size 128000 2>&1 | tee "$out/bench_serve_$2.log"
+    for _ in $(seq 300); do grep -q "ready:" "$out/serve_$name.log" && break; sleep 0.2; done
+    timeout 150 "$bin" bench serve --url http://127.0.0.1:8300 --model b8 --input-len 1000 --output-len 1000 \
+        --num-prompts 256 --max-concurrency 256 --vocab-size 128000 2>&1 | tee "$out/bench_serve_$name.log"
     kill -TERM $pid; wait $pid
 }
 serve_8b hichat 8b | tag "$m8"
 grep -v '^{' "$out/bench_serve_8b.log" | tail -20
+serve_8b hichat 8b_fp8 --quantization fp8 | tag "$m8q"
+grep -v '^{' "$out/bench_serve_8b_fp8.log" | tail -20
 if [[ -n ${SERVE_AB:-} ]]; then   # A/B: the same served run with .bundle/bin/$SERVE_AB (console only)
     serve_8b "$SERVE_AB" ab > /dev/null
     echo "A/B $SERVE_AB served: $(grep -o '"output_throughput":[0-9.]*' "$out/bench_serve_ab.log")"
 fi
 
-echo "== transformers generate (8B)"
-timeout 200 python3 bench/transformers_generate.py /tmp/b8 1:128:256 256:128:256 1:2048:1 \
-    2>"$out/hf_8b.err" | tee "$out/hf_8b.log" | tag "$m8"
-cat "$out/hf_8b.log"
+if [[ -z ${SKIP_PEER:-} ]]; then
+    echo "== transformers generate (8B)"
+    timeout 200 python3 bench/transformers_generate.py /tmp/b8 1:128:256 256:128:256 1:2048:1 \
+        2>"$out/hf_8b.err" | tee "$out/hf_8b.log" | tag "$m8"
+    cat "$out/hf_8b.log"
+fi
 rm -rf /tmp/b8
 
 echo "== 1B engine and transformers"
@@ -103,12 +119,13 @@ python3 - "$results" <<'PY'
 import json, sys
 for line in open(sys.argv[1]):
     d = json.loads(line)
+    d['model'] = d['model'][:9] + ("/fp8" if "fp8" in d['model'] else "")
     if "num_prompts" in d:   # hichat bench serve
-        print(f"served   {d['model'][:9]:9} c{d['max_concurrency']:<4} {d['input_len']:>5} {d['output_len']:>5}"
+        print(f"served   {d['model']:13} c{d['max_concurrency']:<4} {d['input_len']:>5} {d['output_len']:>5}"
               f"  tpot {d['median_tpot_ms']:7.2f}  {d['output_throughput']:9.1f}  p99 ttft {d['p99_ttft_ms']:.0f}"
               f"  ok {d['completed']}/{d['num_prompts']}")
         continue
-    print(f"{d['engine'][:8]:8} {d['model'][:9]:9} b{d['batch']:<4} {d['prompt_len']:>5} {d['output_len']:>5}"
+    print(f"{d['engine'][:8]:8} {d['model']:13} b{d['batch']:<4} {d['prompt_len']:>5} {d['output_len']:>5}"
           f"  {d['ms_per_token']:7.2f}  {d['output_tok_s']:9.1f}  {d.get('ttft_ms') or 0:8.1f}"
           f"{'' if d.get('overlap', True) else '  (no overlap)'}")
 PY

@@ -142,8 +142,8 @@ Result<DeviceChoice> choose_device(const model::ModelConfig& cfg, const RunnerOp
     if (!choice->note.empty()) choice->note += "; ";
     const bool cuda = choice->device == DeviceKind::kCuda && cfg.quant.weight_scale != model::WeightScaleKind::kBlock;
     choice->note += "checkpoint: " + cfg.quant.describe() +
-                    (cuda ? ": linear layers stay FP8 where the GPU's FP8 GEMM (cuBLASLt, outer-vector scales) "
-                            "takes their shape, else they run dequantized to bf16"
+                    (cuda ? ": linear layers stay FP8 on the GPU (FP8 GEMV up to 8 tokens, cuBLASLt FP8 GEMM "
+                            "beyond) where the kernels take their shape, else they run dequantized to bf16"
                           : ": its FP8 weights run dequantized to bf16");
     return choice;
 }

@@ -92,9 +92,10 @@ TEST_P(Fp8GoldenTest, CpuLogitsEqualTheDequantizedCheckpoint) {
     EXPECT_GT(top1, 0.6) << name();
 }
 
-// CUDA keeps per-tensor and per-channel FP8 weights in FP8 where the FP8 GEMM takes their shape: a
-// prefill's linear layers quantize their input per token (FP8 GEMM), a one-token step reads bf16
-// activations (FP8 GEMV); block-scaled ones, and shapes without FP8 GEMM algorithms, run dequantized. The prefill of all but the last token, then the last token alone, against the CPU on
+// CUDA keeps per-tensor and per-channel FP8 weights in FP8 where the FP8 kernels take their shape: a
+// prefill's linear layers quantize their input per token (FP8 GEMM), a step of up to 8 tokens reads
+// bf16 activations (FP8 GEMV); block-scaled ones, and shapes the kernels refuse (k % 64 for the GEMV,
+// no cuBLASLt algorithm), run dequantized. The prefill of all but the last token, then the last token alone, against the CPU on
 // the dequantized weights (which does not quantize activations).
 TEST_P(Fp8GoldenTest, CudaLogitsMatchTheDequantizedCheckpointOnCpu) {
     if (!cuda_available()) GTEST_SKIP() << "SKIPPED: no CUDA device";
