@@ -376,11 +376,33 @@ void bench_fp8(std::mt19937& rng) {
     }
 }
 
+// fp8_gemv at each split count on the 8B's shapes, m = 1 and 8: microseconds (the chosen count first).
+void bench_fp8_splits(std::mt19937& rng) {
+    struct Shape { int n, k; const char* name; };
+    const Shape shapes[] = {{6144, 4096, "qkv"}, {4096, 4096, "o"}, {28672, 4096, "gate_up"}, {4096, 14336, "down"}};
+    for (const Shape s : shapes) {
+        DeviceBuffer w8 = random_buffer(size_t{1} * s.n * s.k / 2, false, rng);   // any bytes: bf16 bits as codes
+        DeviceBuffer a = random_buffer(size_t{8} * s.k, false, rng), d(size_t{8} * s.n * 2);
+        DeviceBuffer w_scale = upload(std::vector<float>(s.n, 0.01f));
+        for (int m : {1, 8}) {
+            std::printf("fp8_splits m=%d %-8s", m, s.name);
+            for (int splits : {0, 1, 2, 4, 8}) {
+                const double ms = time_ms([&] {
+                    return fp8_gemv(a.as<bf16>(), w8.as<uint8_t>(), w_scale.as<float>(), d.data(), false, m, s.n, s.k,
+                                    false, nullptr, splits);
+                });
+                std::printf("  %s%d %6.1f us", splits == 0 ? "chosen" : "s", splits, ms * 1e3);
+            }
+            std::printf("\n");
+        }
+    }
+}
+
 }  // namespace
 }  // namespace hichat::cuda
 
-// cuda_ops_bench [GROUP...]: the groups named (row, rope, attention, gemm, sampling, fp8, gemm_algos), or
-// all but gemm_algos.
+// cuda_ops_bench [GROUP...]: the groups named (row, rope, attention, gemm, sampling, fp8, fp8_splits,
+// gemm_algos), or all but fp8_splits and gemm_algos.
 int main(int argc, char** argv) {
     using namespace hichat::cuda;
     if (!cuda_device_available()) {
@@ -401,6 +423,7 @@ int main(int argc, char** argv) {
     if (wanted("gemm")) bench_gemm(rng);
     if (wanted("sampling")) bench_sampling(rng);
     if (wanted("fp8")) bench_fp8(rng);
+    if (argc >= 2 && wanted("fp8_splits")) bench_fp8_splits(rng);
     if (argc >= 2 && wanted("gemm_algos")) bench_gemm_algos(rng);
     return 0;
 }

@@ -111,6 +111,15 @@ TEST_F(Fp8Test, GemvMatchesCpuOnTheQuantizedWeights) {
                 };
                 EXPECT_LT(relative_error(row(out), row(want)), f32 ? 1e-5 : 4e-3) << "token " << r;
             }
+            if (f32 && !acc) {   // every split count gives the same within fp32 rounding
+                for (int splits : {1, 2, 4, 8}) {
+                    DeviceBuffer d_s2 = poisoned(count * 4);
+                    ASSERT_EQ(fp8_gemv(d_a.as<bf16>(), d_w.as<uint8_t>(), d_s.as<float>(), d_s2.data(), true, c.m, c.n,
+                                       c.k, false, nullptr, splits),
+                              cudaSuccess);
+                    EXPECT_LT(relative_error(download<float>(d_s2, count), out), 1e-6) << "splits " << splits;
+                }
+            }
             if (f32 && !acc) {   // rows 0 and 1 (subnormal, extreme codes) within fp32 rounding of their terms
                 for (int r = 0; r < c.m; ++r) {
                     for (int j = 0; j < std::min(c.n, 2); ++j) {
@@ -241,6 +250,8 @@ TEST_F(Fp8Test, ShapesTheKernelsCannotTakeAreRefused) {
     EXPECT_TRUE(fp8_gemv_applies(a.data(), w.data(), d.data(), 8, 64));
     EXPECT_EQ(fp8_gemv(a.as<bf16>(), w.as<uint8_t>(), s.as<float>(), d.data(), true, 1, 8, 48, false, nullptr),
               cudaErrorInvalidValue);
+    EXPECT_EQ(fp8_gemv(a.as<bf16>(), w.as<uint8_t>(), s.as<float>(), d.data(), true, 1, 8, 64, false, nullptr, 3),
+              cudaErrorInvalidValue);   // splits
     EXPECT_EQ(fp8_gemv_silu_mul(a.as<bf16>(), w.as<uint8_t>(), s.as<float>(), d.as<bf16>(), 9, 8, 64, nullptr),
               cudaErrorInvalidValue);   // more than 8 tokens
     EXPECT_EQ(scale_fp8_product(p.as<float>(), s.as<float>(), s.as<float>(), d.data(), true, false, 2, 30, nullptr),

@@ -189,13 +189,14 @@ bool fp8_gemv_applies(const void* a, const void* w, const void* d, int m, int k)
 }
 
 cudaError_t fp8_gemv(const bf16* a, const uint8_t* w, const float* w_scale, void* d, bool f32_out, int m, int n,
-                     int k, bool accumulate, cudaStream_t stream) {
+                     int k, bool accumulate, cudaStream_t stream, int splits) {
     if (n == 0) return cudaSuccess;
-    if (!fp8_gemv_applies(a, w, d, m, k) || n < 0 || w_scale == nullptr || (accumulate && !f32_out)) {
+    if (!fp8_gemv_applies(a, w, d, m, k) || n < 0 || w_scale == nullptr || (accumulate && !f32_out) ||
+        (splits != 0 && splits != 1 && splits != 2 && splits != 4 && splits != 8)) {
         return cudaErrorInvalidValue;
     }
     const int tiles = kernels::ceil_div(n, kTileRows);
-    const int splits = choose_splits(tiles, k / kStepK, kWarps);
+    if (splits == 0) splits = choose_splits(tiles, k / kStepK, kWarps);
     return kernels::launch_pdl(fp8_gemv_kernel<false>, dim3(kernels::ceil_div(tiles, kWarps / splits)), dim3(kThreads),
                                0, stream, a, w, w_scale, d, m, n, k, splits, f32_out, accumulate);
 }
