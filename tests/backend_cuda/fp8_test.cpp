@@ -117,7 +117,8 @@ TEST_F(Fp8Test, GemvMatchesCpuOnTheQuantizedWeights) {
                     ASSERT_EQ(fp8_gemv(d_a.as<bf16>(), d_w.as<uint8_t>(), d_s.as<float>(), d_s2.data(), true, c.m, c.n,
                                        c.k, false, nullptr, splits),
                               cudaSuccess);
-                    EXPECT_LT(relative_error(download<float>(d_s2, count), out), 1e-6) << "splits " << splits;
+                    // fp32 sums in another order: 2-4e-6 apart at k up to 14336 (H200).
+                    EXPECT_LT(relative_error(download<float>(d_s2, count), out), 2e-5) << "splits " << splits;
                 }
             }
             if (f32 && !acc) {   // rows 0 and 1 (subnormal, extreme codes) within fp32 rounding of their terms

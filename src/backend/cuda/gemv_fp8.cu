@@ -16,9 +16,7 @@
 // Scaling: the decoding yields e4m3 x 2^-120 (the E4M3 exponent read with bf16's bias), and the
 // activations are multiplied by 2^100 (exact in bf16 below 2^28), so the products sit in fp32's normal
 // range; the row's sum is multiplied by 2^20 * w_scale[row] at the end.
-#include <algorithm>
 
-#include "backend/cuda/device_info.h"
 #include "backend/cuda/kernel_util.cuh"
 #include "backend/cuda/ops.h"
 
@@ -173,11 +171,13 @@ __global__ void __launch_bounds__(kThreads, 3) fp8_gemv_kernel(const bf16* __res
 }
 
 // Slices of k per tile (1, 2, 4 or 8 warps of one block; at most max_splits): the most that leave
-// each warp at least kUnroll steps, fewer where the tiles alone fill the GPU (about 24 warps per SM).
-int choose_splits(int tiles, int steps, int max_splits) {
-    const int64_t enough = int64_t{24} * std::max(cuda_num_sms(), 1);
+// each warp at least kUnroll steps. Measured on the 8B's shapes at m = 1 and 8 (H200, 2026-12-03,
+// cuda_ops_bench fp8_splits, us for 1 / 2 / 4 / 8 splits): q|k|v 30.2 / 20.1 / 15.7 / 13.8, o 28.0 /
+// 17.8 / 12.3 / 11.1, gate|up 41.7 / 52.2 / 42.4 / 38.0, down 89.2 / 49.8 / 31.7 / 24.7: the most is
+// fastest everywhere (fewer splits where the tiles alone fill the GPU was 53.4 for gate|up).
+int choose_splits(int steps, int max_splits) {
     int splits = max_splits;
-    while (splits > 1 && (steps / splits < kUnroll || int64_t{tiles} * (splits / 2) >= enough)) splits /= 2;
+    while (splits > 1 && steps / splits < kUnroll) splits /= 2;
     return splits;
 }
 
@@ -196,7 +196,7 @@ cudaError_t fp8_gemv(const bf16* a, const uint8_t* w, const float* w_scale, void
         return cudaErrorInvalidValue;
     }
     const int tiles = kernels::ceil_div(n, kTileRows);
-    if (splits == 0) splits = choose_splits(tiles, k / kStepK, kWarps);
+    if (splits == 0) splits = choose_splits(k / kStepK, kWarps);
     return kernels::launch_pdl(fp8_gemv_kernel<false>, dim3(kernels::ceil_div(tiles, kWarps / splits)), dim3(kThreads),
                                0, stream, a, w, w_scale, d, m, n, k, splits, f32_out, accumulate);
 }
@@ -208,7 +208,7 @@ cudaError_t fp8_gemv_silu_mul(const bf16* a, const uint8_t* w_gate_up, const flo
         return cudaErrorInvalidValue;
     }
     const int pairs = kernels::ceil_div(intermediate, kTileRows);
-    const int splits = choose_splits(2 * pairs, k / kStepK, kWarps / 2);
+    const int splits = choose_splits(k / kStepK, kWarps / 2);
     return kernels::launch_pdl(fp8_gemv_kernel<true>, dim3(kernels::ceil_div(pairs, kWarps / splits / 2)),
                                dim3(kThreads), 0, stream, a, w_gate_up, w_scale, static_cast<void*>(out), m,
                                2 * intermediate, k, splits, false, false);
