@@ -49,6 +49,12 @@ std::vector<float> score(ModelRunner& runner, const std::vector<int32_t>& ids) {
     return logits;
 }
 
+// The CUDA runner of these tests: small pool, steps of at most max_tokens tokens.
+RunnerOptions cuda_options(int max_tokens) {
+    return {.device = DeviceKind::kCuda, .gpu_memory_fraction = 0.05, .max_num_seqs = 8,
+            .max_num_tokens_per_step = max_tokens, .max_context_tokens = 512};
+}
+
 class Fp8GoldenTest : public ::testing::TestWithParam<std::tuple<std::string, Fp8Layout>> {
 protected:
     void SetUp() override {
@@ -65,6 +71,11 @@ protected:
         transformers_ = testing::read_floats(fixture_dir(fixture) + "/logits_300.bin");
     }
 
+    std::vector<float> cpu_reference() const {   // the CPU on the dequantized checkpoint
+        CpuRunner runner(*ref_, {.num_threads = 2, .num_kv_blocks = 32});
+        return score(runner, ids_);
+    }
+
     std::string name() const {
         return std::get<0>(GetParam()) + "/" + model::testing::fp8_layout_name(std::get<1>(GetParam()));
     }
@@ -77,8 +88,7 @@ protected:
 
 TEST_P(Fp8GoldenTest, CpuLogitsEqualTheDequantizedCheckpoint) {
     CpuRunner fp8_runner(*fp8_, {.num_threads = 2, .num_kv_blocks = 32});
-    CpuRunner ref_runner(*ref_, {.num_threads = 2, .num_kv_blocks = 32});
-    const std::vector<float> got = score(fp8_runner, ids_), want = score(ref_runner, ids_);
+    const std::vector<float> got = score(fp8_runner, ids_), want = cpu_reference();
     ASSERT_EQ(got.size(), transformers_.size());
     EXPECT_EQ(got, want) << name();
     const size_t vocab = static_cast<size_t>(fp8_->config().vocab_size);
@@ -99,14 +109,9 @@ TEST_P(Fp8GoldenTest, CpuLogitsEqualTheDequantizedCheckpoint) {
 // the dequantized weights (which does not quantize activations).
 TEST_P(Fp8GoldenTest, CudaLogitsMatchTheDequantizedCheckpointOnCpu) {
     if (!cuda_available()) GTEST_SKIP() << "SKIPPED: no CUDA device";
-    auto runner = make_runner(*fp8_, {.device = DeviceKind::kCuda,
-                                      .gpu_memory_fraction = 0.05,
-                                      .max_num_seqs = 8,
-                                      .max_num_tokens_per_step = 512,
-                                      .max_context_tokens = 512});
+    auto runner = make_runner(*fp8_, cuda_options(512));
     ASSERT_TRUE(runner.ok()) << runner.status().message();
-    CpuRunner ref_runner(*ref_, {.num_threads = 2, .num_kv_blocks = 32});
-    const std::vector<float> want = score(ref_runner, ids_);
+    const std::vector<float> want = cpu_reference();
     const size_t vocab = static_cast<size_t>(fp8_->config().vocab_size), n = ids_.size();
     const auto table = identity_block_table(static_cast<int>(n), (*runner)->kv_block_size_tokens());
     ForwardBatch batch;
@@ -141,14 +146,9 @@ TEST_P(Fp8GoldenTest, CudaLogitsMatchTheDequantizedCheckpointOnCpu) {
 // dequantized weight to bf16; the GEMV multiplies the E4M3 value and applies the row's scale in fp32).
 TEST_P(Fp8GoldenTest, CudaSmallStepsMatchTheDequantizedCheckpointOnCpu) {
     if (!cuda_available()) GTEST_SKIP() << "SKIPPED: no CUDA device";
-    auto runner = make_runner(*fp8_, {.device = DeviceKind::kCuda,
-                                      .gpu_memory_fraction = 0.05,
-                                      .max_num_seqs = 8,
-                                      .max_num_tokens_per_step = 8,
-                                      .max_context_tokens = 512});
+    auto runner = make_runner(*fp8_, cuda_options(8));
     ASSERT_TRUE(runner.ok()) << runner.status().message();
-    CpuRunner ref_runner(*ref_, {.num_threads = 2, .num_kv_blocks = 32});
-    const std::vector<float> want = score(ref_runner, ids_);
+    const std::vector<float> want = cpu_reference();
     const auto table = identity_block_table(static_cast<int>(ids_.size()), (*runner)->kv_block_size_tokens());
     std::vector<float> got;
     for (size_t pos = 0; pos < ids_.size(); pos += 8) {   // 8, then the rest: 299 = 37 x 8 + 3
@@ -236,10 +236,8 @@ TEST_P(Fp8OnLoadTest, LogitsEqualTheChannelDynamicCheckpointsOnCpu) {
 
 TEST_P(Fp8OnLoadTest, LogitsEqualTheChannelDynamicCheckpointsOnCuda) {
     if (!cuda_available()) GTEST_SKIP() << "SKIPPED: no CUDA device";
-    const RunnerOptions options{.device = DeviceKind::kCuda, .gpu_memory_fraction = 0.05, .max_num_seqs = 8,
-                                .max_num_tokens_per_step = 512, .max_context_tokens = 512};
-    auto a = make_runner(*on_load_, options);
-    auto b = make_runner(*written_, options);
+    auto a = make_runner(*on_load_, cuda_options(512));
+    auto b = make_runner(*written_, cuda_options(512));
     ASSERT_TRUE(a.ok() && b.ok());
     EXPECT_EQ(score(**a, ids_), score(**b, ids_));
 }

@@ -1,6 +1,6 @@
-// The parts of a weight-streaming GEMV kernel shared by the bf16 (gemv.cu) and FP8 (gemv_fp8.cu)
-// ones: the launch shape, the k split of a row between warps, the reduction of their partial sums.
-// Included only by those .cu files.
+// The parts of the bf16 weight-streaming GEMV kernels (gemv.cu): the launch shape, the k split of a
+// row between warps, the reduction of their partial sums. (The FP8 GEMV, gemv_fp8.cu, runs on the
+// tensor cores with its own tiles.) Included only by gemv.cu.
 #pragma once
 
 #include <algorithm>
@@ -50,7 +50,7 @@ __device__ __forceinline__ bool reduce_rows(float (&sum)[kRows], float (&partial
     return live && lane == 0;
 }
 
-// Warps per row for a matrix of `weight_rows` rows of k8 16-byte words (k / 8 bf16, k / 16 FP8): the
+// Warps per row for a matrix of `weight_rows` rows of k8 16-byte words (k / 8): the
 // most (up to 8) that keep every warp within one wave of resident warps and give each lane at least two 16-byte loads, and at least 2 where lanes keep
 // two loads. On the H200 (132 SMs) that is 1B q|k|v 2, o 4, down 4, lm_head 2; 8B 2 for every plain
 // product. Measured in the engine (2026-11-30, batch 1, alternating in one run): 1B 1.004 -> 0.904 and
