@@ -28,6 +28,7 @@ struct BenchOptions {
     bool overlap = true;        // decode step N + 1 submitted before step N's ids are collected
     executor::DeviceKind device = executor::DeviceKind::kAuto;
     model::CheckpointOptions checkpoint;   // --quantization
+    executor::KvCacheDtype kv_cache_dtype = executor::KvCacheDtype::kAuto;
 };
 
 struct RunTimes {
@@ -69,6 +70,9 @@ constexpr FlagSpec kFlags[] = {
      .help = "where the model runs; auto: CUDA when a device is present"},
     {.name = "quantization", .value_name = "none|fp8", .default_value = "none",
      .help = "fp8: quantize a bf16 checkpoint's linear weights to FP8 on load (per-channel scales)"},
+    {.name = "kv-cache-dtype", .value_name = "auto|bf16|fp8", .default_value = "auto",
+     .help = "CUDA KV cache: fp8 stores E4M3 with the checkpoint's k/v scales (1.0 where it has none): "
+             "twice the tokens; auto: bf16"},
     {.name = "no-overlap", .kind = FlagKind::kBool,
      .help = "collect each decode step's ids before submitting the next (default: pipelined)"},
 };
@@ -92,6 +96,9 @@ Result<BenchOptions> parse_options(const CliArgs& flags) {
     auto quantization = model::parse_load_quantization(flags.get("quantization"));
     HICHAT_RETURN_IF_ERROR(quantization.status());
     o.checkpoint.quantization = *quantization;
+    auto kv_dtype = executor::parse_kv_cache_dtype(flags.get("kv-cache-dtype"));
+    HICHAT_RETURN_IF_ERROR(kv_dtype.status());
+    o.kv_cache_dtype = *kv_dtype;
     o.input_len = static_cast<int>(*input_len);
     o.output_len = static_cast<int>(*output_len);
     o.batches = *batches;
@@ -187,6 +194,7 @@ nlohmann::json measure(executor::ModelRunner& runner, const BenchOptions& opts, 
         {"engine", on_cuda ? "hichat-cuda" : "hichat-cpu"},
         {"model", opts.model_dir},
         {"weights", runner.model_config().quant.quantized() ? runner.model_config().quant.describe() : "as stored"},
+        {"kv_cache", !on_cuda ? "fp32" : opts.kv_cache_dtype == executor::KvCacheDtype::kFp8 ? "fp8" : "bf16"},
         {"threads", opts.num_threads > 0 ? opts.num_threads : static_cast<int>(std::thread::hardware_concurrency())},
         {"batch", opts.batch},
         {"prompt_len", opts.input_len},
@@ -216,7 +224,8 @@ Status run(const CliArgs& flags) {
                                           .num_threads = opts->num_threads,
                                           .max_num_seqs = max_batch,
                                           .max_num_tokens_per_step = max_tokens,
-                                          .max_context_tokens = context};
+                                          .max_context_tokens = context,
+                                          .kv_cache_dtype = opts->kv_cache_dtype};
     auto choice = executor::choose_device(cfg, options, executor::cuda_presence());
     HICHAT_RETURN_IF_ERROR(choice.status());
     if (!choice->note.empty()) std::fprintf(stderr, "hichat bench engine: %s\n", choice->note.c_str());

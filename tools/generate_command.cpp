@@ -24,6 +24,7 @@ struct GenerateOptions {
     int num_threads = 0;
     executor::DeviceKind device = executor::DeviceKind::kAuto;
     model::CheckpointOptions checkpoint;
+    executor::KvCacheDtype kv_cache_dtype = executor::KvCacheDtype::kAuto;
     bool ignore_eos = false;
     sampling::SamplingParams sampling;
 };
@@ -56,6 +57,9 @@ constexpr FlagSpec kFlags[] = {
      .help = "where the model runs; auto: CUDA when a device is present"},
     {.name = "quantization", .value_name = "none|fp8", .default_value = "none",
      .help = "fp8: quantize a bf16 checkpoint's linear weights to FP8 on load (per-channel scales)"},
+    {.name = "kv-cache-dtype", .value_name = "auto|bf16|fp8", .default_value = "auto",
+     .help = "CUDA KV cache: fp8 stores E4M3 with the checkpoint's k/v scales (1.0 where it has none): "
+             "twice the tokens; auto: bf16"},
     {.name = "ignore-eos", .kind = FlagKind::kBool, .help = "keep generating past the end-of-sequence token"},
 };
 // clang-format on
@@ -85,6 +89,9 @@ Result<GenerateOptions> parse_options(const CliArgs& flags) {
     auto quantization = model::parse_load_quantization(flags.get("quantization"));
     HICHAT_RETURN_IF_ERROR(quantization.status());
     o.checkpoint.quantization = *quantization;
+    auto kv_dtype = executor::parse_kv_cache_dtype(flags.get("kv-cache-dtype"));
+    HICHAT_RETURN_IF_ERROR(kv_dtype.status());
+    o.kv_cache_dtype = *kv_dtype;
     o.sampling.temperature = static_cast<float>(*temperature);
     o.sampling.top_p = static_cast<float>(*top_p);
     o.sampling.top_k = static_cast<int>(*top_k);
@@ -121,7 +128,8 @@ Status run(const CliArgs& flags) {
                                           .num_threads = opts->num_threads,
                                           .max_num_seqs = 1,
                                           .max_num_tokens_per_step = static_cast<int>(prompt.size()),
-                                          .max_context_tokens = static_cast<int>(total)};
+                                          .max_context_tokens = static_cast<int>(total),
+                                          .kv_cache_dtype = opts->kv_cache_dtype};
     const auto table = executor::identity_block_table(static_cast<int>(total), options.kv_block_size_tokens);
     auto choice = executor::choose_device(cfg, options, executor::cuda_presence());
     HICHAT_RETURN_IF_ERROR(choice.status());

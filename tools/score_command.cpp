@@ -50,6 +50,9 @@ constexpr FlagSpec kFlags[] = {
      .help = "where the model runs; auto: CUDA when a device is present"},
     {.name = "quantization", .value_name = "none|fp8", .default_value = "none",
      .help = "fp8: quantize a bf16 checkpoint's linear weights to FP8 on load (per-channel scales)"},
+    {.name = "kv-cache-dtype", .value_name = "auto|bf16|fp8", .default_value = "auto",
+     .help = "CUDA KV cache: fp8 stores E4M3 with the checkpoint's k/v scales (1.0 where it has none): "
+             "twice the tokens; auto: bf16"},
 };
 // clang-format on
 
@@ -72,11 +75,14 @@ Status run(const CliArgs& flags) {
     }
     auto device = executor::parse_device_kind(flags.get("device"));
     HICHAT_RETURN_IF_ERROR(device.status());
+    auto kv_dtype = executor::parse_kv_cache_dtype(flags.get("kv-cache-dtype"));
+    HICHAT_RETURN_IF_ERROR(kv_dtype.status());
     const executor::RunnerOptions options{.device = *device,
                                           .num_threads = static_cast<int>(*threads),
                                           .max_num_seqs = 1,
                                           .max_num_tokens_per_step = num_ids,
-                                          .max_context_tokens = num_ids};
+                                          .max_context_tokens = num_ids,
+                                          .kv_cache_dtype = *kv_dtype};
     const auto table = executor::identity_block_table(num_ids, options.kv_block_size_tokens);
     auto choice = executor::choose_device(cfg, options, executor::cuda_presence());
     HICHAT_RETURN_IF_ERROR(choice.status());

@@ -108,7 +108,8 @@ executor::RunnerOptions runner_options(const ServeOptions& o) {
             .max_num_seqs = o.engine.scheduler.max_num_seqs,
             .max_num_tokens_per_step = o.engine.scheduler.max_num_tokens_per_step,
             .max_context_tokens = o.max_model_len,
-            .host_kv_cache_bytes = o.host_kv_cache_bytes};
+            .host_kv_cache_bytes = o.host_kv_cache_bytes,
+            .kv_cache_dtype = o.kv_cache_dtype};
 }
 
 // The model folder's files (mapped, not yet converted): read before the server listens, so that a bad

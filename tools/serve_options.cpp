@@ -86,6 +86,9 @@ constexpr FlagSpec kFlags[] = {
      .help = "where the model runs; auto: CUDA when a device is present"},
     {.name = "quantization", .value_name = "none|fp8", .default_value = "none",
      .help = "fp8: quantize a bf16 checkpoint's linear weights to FP8 on load (per-channel scales)"},
+    {.name = "kv-cache-dtype", .value_name = "auto|bf16|fp8", .default_value = "auto",
+     .help = "CUDA KV cache: fp8 stores E4M3 with the checkpoint's k/v scales (1.0 where it has none): "
+             "twice the tokens; auto: bf16"},
     {.name = "gpu-memory-fraction", .kind = FlagKind::kNumber, .value_name = "F", .default_value = "0.9",
      .help = "CUDA KV cache: this share of the GPU memory free after the weights", .min = 0.05, .max = 0.99},
     {.name = "no-prefix-cache", .kind = FlagKind::kBool,
@@ -260,6 +263,9 @@ Result<ServeOptions> parse_serve_options(const CliArgs& flags) {
     auto quantization = model::parse_load_quantization(flags.get("quantization"));
     HICHAT_RETURN_IF_ERROR(quantization.status());
     o.checkpoint.quantization = *quantization;
+    auto kv_dtype = executor::parse_kv_cache_dtype(flags.get("kv-cache-dtype"));
+    HICHAT_RETURN_IF_ERROR(kv_dtype.status());
+    o.kv_cache_dtype = *kv_dtype;
     HICHAT_RETURN_IF_ERROR(check_device_flags(flags, o.device));
     auto fraction = flags.get_double("gpu-memory-fraction");
     HICHAT_RETURN_IF_ERROR(fraction.status());

@@ -111,7 +111,8 @@ struct CudaRunner::Impl {
     int64_t q_width = 0, kv_width = 0, qkv_width = 0;
     StepLayout layout;           // this step's metadata offsets
 
-    cuda::DeviceBuffer kv;        // [layers][2][(num_blocks + 1) * block_size * kv_width] bf16
+    cuda::DeviceBuffer kv;        // [layers][2][(num_blocks + 1) * block_size * kv_width] bf16 or E4M3
+    std::vector<std::pair<float, float>> kv_scales;   // FP8 KV: each layer's k_scale, v_scale
     cuda::DeviceBuffer inv_freq;  // [head_dim / 2] fp32
     cuda::DeviceBuffer x, h, qkv, q, attn, gate_up, act, rows, row_norm, logits, ids, meta, attn_workspace,
         sample_workspace, logprobs,   // logprobs: [max tokens per step] cuda::RowLogprobsOut
@@ -121,7 +122,7 @@ struct CudaRunner::Impl {
     int fp8_rows = 0;
     size_t attn_workspace_bytes = 0;
     cuda::PinnedBuffer host_logits;
-    cuda::PinnedBuffer host_kv;   // [num_host_blocks][layers][2][block_size * kv_width] bf16
+    cuda::PinnedBuffer host_kv;   // [num_host_blocks][layers][2][block_size * kv_width] as the pool
     cuda::CudaEvent compute_done, copies_done;   // orders the copy stream after steps and steps after copies
     // Submitted steps, two at most in flight, take the two slots in turn: each has its own pinned
     // metadata (written while the other step runs) and ids, and an event after the ids' copy.
@@ -152,7 +153,11 @@ struct CudaRunner::Impl {
         : cfg(ckpt.config()),
           config(c),
           weights(std::move(w)),
-          max_blocks_per_seq((c.max_context_tokens + c.kv_block_size_tokens - 1) / c.kv_block_size_tokens) {}
+          max_blocks_per_seq((c.max_context_tokens + c.kv_block_size_tokens - 1) / c.kv_block_size_tokens) {
+        // A layer without calibrated scales takes 1.0 (choose_device()'s note says so).
+        for (const model::LayerWeights& l : ckpt.weights().layers)
+            kv_scales.emplace_back(l.k_scale > 0.0f ? l.k_scale : 1.0f, l.v_scale > 0.0f ? l.v_scale : 1.0f);
+    }
 
     Status allocate();
     // The logits of every logit row, to the host; waits for the step.
@@ -189,14 +194,16 @@ struct CudaRunner::Impl {
                 bool accumulate);
     void enqueue_decode_graph(const GraphKey& key, const cuda::AttentionMetadata& m);
     void copy_kv_blocks(std::span<const kv::BlockCopy> copies);
+    size_t kv_elem_bytes() const { return config.kv_fp8 ? 1 : 2; }
     // K of one layer for one block: one row of a block's 2D copy.
     size_t kv_block_row_bytes() const {
-        return static_cast<size_t>(config.kv_block_size_tokens) * static_cast<size_t>(kv_width) * sizeof(bf16);
+        return static_cast<size_t>(config.kv_block_size_tokens) * static_cast<size_t>(kv_width) * kv_elem_bytes();
     }
-    bf16* k_cache(int layer) const { return ptr<bf16>(kv) + kv_layer_elems() * (2 * layer); }
-    bf16* v_cache(int layer) const { return ptr<bf16>(kv) + kv_layer_elems() * (2 * layer + 1); }
-    size_t kv_layer_elems() const {
-        return static_cast<size_t>(num_blocks + 1) * config.kv_block_size_tokens * static_cast<size_t>(kv_width);
+    void* k_cache(int layer) const { return ptr<char>(kv) + kv_layer_bytes() * (2 * layer); }
+    void* v_cache(int layer) const { return ptr<char>(kv) + kv_layer_bytes() * (2 * layer + 1); }
+    size_t kv_layer_bytes() const {
+        return static_cast<size_t>(num_blocks + 1) * config.kv_block_size_tokens * static_cast<size_t>(kv_width) *
+               kv_elem_bytes();
     }
     const int32_t* device_meta(size_t offset) const { return ptr<int32_t>(meta) + offset; }
 };
@@ -269,7 +276,7 @@ Status CudaRunner::Impl::allocate() {
 
     // The host tier first (pinned host memory), then the KV pool takes what is left of the device, at most
     // max_num_seqs full contexts (or what the config asks for).
-    const size_t block_bytes = static_cast<size_t>(config.kv_block_size_tokens) * kv_width * 2 * 2 * cfg.num_layers;
+    const size_t block_bytes = kv_block_row_bytes() * 2 * cfg.num_layers;
     if (config.host_kv_cache_bytes > 0) {
         num_host_blocks = static_cast<int>(std::min<int64_t>(config.host_kv_cache_bytes / static_cast<int64_t>(block_bytes),
                                                              std::numeric_limits<int32_t>::max()));
@@ -420,12 +427,24 @@ void CudaRunner::Impl::run_layer(int layer, const cuda::AttentionMetadata& m, in
                           .head_dim = cfg.head_dim,
                           .q_out = ptr<bf16>(q),
                           .k_cache = k_cache(layer),
-                          .v_cache = v_cache(layer)};
+                          .v_cache = v_cache(layer),
+                          .kv_fp8 = config.kv_fp8,
+                          .k_scale = kv_scales[static_cast<size_t>(layer)].first,
+                          .v_scale = kv_scales[static_cast<size_t>(layer)].second};
     CUDA_CHECK(cuda::qkv_rope_kv_write(p, stream));
-    CUDA_CHECK(cuda::paged_attention(ptr<bf16>(q), k_cache(layer), v_cache(layer), m, cfg.num_heads, cfg.num_kv_heads,
-                                     cfg.head_dim, config.kv_block_size_tokens,
-                                     1.0f / std::sqrt(static_cast<float>(cfg.head_dim)), ptr<bf16>(attn),
-                                     attn_workspace.data(), attn_workspace_bytes, stream));
+    const float scale = 1.0f / std::sqrt(static_cast<float>(cfg.head_dim));
+    if (config.kv_fp8) {
+        CUDA_CHECK(cuda::paged_attention_fp8(ptr<bf16>(q), static_cast<const uint8_t*>(k_cache(layer)),
+                                             static_cast<const uint8_t*>(v_cache(layer)), m, cfg.num_heads,
+                                             cfg.num_kv_heads, cfg.head_dim, config.kv_block_size_tokens, scale,
+                                             p.k_scale, p.v_scale, ptr<bf16>(attn), attn_workspace.data(),
+                                             attn_workspace_bytes, stream));
+    } else {
+        CUDA_CHECK(cuda::paged_attention(ptr<bf16>(q), static_cast<const bf16*>(k_cache(layer)),
+                                         static_cast<const bf16*>(v_cache(layer)), m, cfg.num_heads, cfg.num_kv_heads,
+                                         cfg.head_dim, config.kv_block_size_tokens, scale, ptr<bf16>(attn),
+                                         attn_workspace.data(), attn_workspace_bytes, stream));
+    }
     linear(w.o_proj, attn, x.data(), cuda::GemmOut::kF32, t, hidden, static_cast<int>(q_width), true);
     CUDA_CHECK(cuda::rms_norm(ptr<float>(x), t, hidden, ptr<bf16>(w.ffn_norm), cfg.rms_norm_eps, ptr<bf16>(h), stream));
     if (w.gate_up.fp8() && t <= kFp8GemvTokens && cuda::fp8_gemv_applies(h.data(), w.gate_up.weight.data(), act.data(), t, hidden)) {
@@ -520,7 +539,7 @@ void CudaRunner::Impl::copy_kv_blocks(std::span<const kv::BlockCopy> copies) {
     if (copies.empty()) return;
     CUDA_CHECK(compute_done.record(stream));
     CUDA_CHECK(compute_done.make_wait(copy_stream));
-    const size_t row = kv_block_row_bytes(), pitch = kv_layer_elems() * sizeof(bf16);
+    const size_t row = kv_block_row_bytes(), pitch = kv_layer_bytes();
     const auto rows = static_cast<size_t>(2 * cfg.num_layers);
     for (const kv::BlockCopy& c : copies) {
         CHECK(c.device_block >= 0 && c.device_block < num_blocks) << "device block " << c.device_block;

@@ -1,6 +1,6 @@
 // CudaRunner: the Llama-family forward pass on one CUDA device, behind the same ModelRunner
 // interface as CpuRunner. Owns the device weights (uploaded once as bf16, q/k/v and gate/up fused), the
-// paged bf16 KV pool, the workspaces for the largest step, pinned staging buffers, the pinned host KV
+// paged KV pool (bf16, or E4M3 with per-layer scales), the workspaces for the largest step, pinned staging buffers, the pinned host KV
 // tier, a compute stream and a copy stream (host-tier copies, ordered by events); no
 // device allocation after construction except the decode graphs, captured on first use for each
 // (padded batch size, power-of-two context) bucket. Engine (or CLI) thread only.
@@ -24,9 +24,12 @@ struct CudaRunnerConfig {
     int max_num_seqs = 256;
     int max_context_tokens = 0;          // 0: the model's max_position_embeddings
     bool use_cuda_graphs = true;         // decode steps replay captured graphs (per batch / context bucket)
+    // The KV cache in FP8 (E4M3, half the bytes of bf16): written as e4m3(k / k_scale) with each layer's
+    // k_scale / v_scale from the checkpoint (1.0 where it has none), read by the FP8 attention kernels.
+    bool kv_fp8 = false;
     // The host tier: pinned host memory for this many bytes of KV blocks (0: none). With a host tier the
     // device pool holds at most cudaDevAttrMaxPitch / (one block's row of one layer's K) blocks, so
-    // that a block moves as one 2D copy (2 * layers rows of block_size * kv_width bf16).
+    // that a block moves as one 2D copy (2 * layers rows of block_size * kv_width elements).
     int64_t host_kv_cache_bytes = 0;
 };
 

@@ -54,11 +54,13 @@ int cpu_host_kv_blocks(const model::ModelConfig& cfg, const RunnerOptions& o) {
     return static_cast<int>(std::min<int64_t>(o.host_kv_cache_bytes / per_block, INT32_MAX));
 }
 
-// bf16 K and V of every layer for host_kv_blocks blocks.
+bool cuda_kv_fp8(const RunnerOptions& o) { return o.kv_cache_dtype == KvCacheDtype::kFp8; }
+
+// K and V of every layer (bf16 or E4M3) for host_kv_blocks blocks.
 [[maybe_unused]] int64_t cuda_host_kv_bytes(const model::ModelConfig& cfg, const RunnerOptions& o) {
     if (o.num_host_kv_blocks > 0) {
-        return int64_t{2} * 2 * cfg.num_layers * cfg.num_kv_heads * cfg.head_dim * o.kv_block_size_tokens *
-               o.num_host_kv_blocks;
+        return int64_t{cuda_kv_fp8(o) ? 1 : 2} * 2 * cfg.num_layers * cfg.num_kv_heads * cfg.head_dim *
+               o.kv_block_size_tokens * o.num_host_kv_blocks;
     }
     return o.host_kv_cache_bytes < 0 ? host_kv_auto_bytes() : o.host_kv_cache_bytes;
 }
@@ -73,6 +75,7 @@ Result<std::unique_ptr<ModelRunner>> make_cuda_runner(const model::Checkpoint& c
                                              .max_num_tokens_per_step = step.max_num_tokens_per_step,
                                              .max_num_seqs = step.max_num_seqs,
                                              .max_context_tokens = context,
+                                             .kv_fp8 = cuda_kv_fp8(o),
                                              .host_kv_cache_bytes = cuda_host_kv_bytes(checkpoint.config(), o)});
     if (!r.ok()) return r.status();
     return std::unique_ptr<ModelRunner>(std::move(r).value());
@@ -108,6 +111,13 @@ Result<DeviceKind> parse_device_kind(const std::string& text) {
     return invalid_argument("--device must be auto, cpu or cuda, got '" + text + "'");
 }
 
+Result<KvCacheDtype> parse_kv_cache_dtype(const std::string& text) {
+    if (text == "auto") return KvCacheDtype::kAuto;
+    if (text == "bf16") return KvCacheDtype::kBf16;
+    if (text == "fp8") return KvCacheDtype::kFp8;
+    return invalid_argument("--kv-cache-dtype must be auto, bf16 or fp8, got '" + text + "'");
+}
+
 CudaPresence cuda_presence() {
 #ifdef HICHAT_HAVE_CUDA
     return cuda::cuda_device_available() ? CudaPresence::kPresent : CudaPresence::kNoDevice;
@@ -134,11 +144,38 @@ Result<DeviceChoice> choose_backend(const model::ModelConfig& cfg, const RunnerO
     return DeviceChoice{.device = DeviceKind::kCuda};
 }
 
+// The KV cache's type for the log, on CUDA: said when it is FP8 or could be.
+std::string kv_cache_note(const model::ModelConfig& cfg, const RunnerOptions& o) {
+    if (o.kv_cache_dtype == KvCacheDtype::kFp8) {
+        return cfg.quant.kv_cache_fp8
+                   ? "KV cache: FP8 (E4M3) with the checkpoint's per-layer k_scale / v_scale"
+                   : "KV cache: FP8 (E4M3); warning: the checkpoint has no calibrated KV scales (kv_cache_scheme), "
+                     "so layers without k_scale / v_scale use 1.0 and values beyond +-448 saturate";
+    }
+    if (o.kv_cache_dtype == KvCacheDtype::kAuto && cfg.quant.kv_cache_fp8)
+        return "KV cache: bf16 (--kv-cache-dtype auto); the checkpoint carries FP8 KV scales, which "
+               "--kv-cache-dtype fp8 would use";
+    return "";
+}
+
+void append_note(DeviceChoice& choice, const std::string& line) {
+    if (line.empty()) return;
+    if (!choice.note.empty()) choice.note += "; ";
+    choice.note += line;
+}
+
 }  // namespace
 
 Result<DeviceChoice> choose_device(const model::ModelConfig& cfg, const RunnerOptions& o, CudaPresence presence) {
     Result<DeviceChoice> choice = choose_backend(cfg, o, presence);
-    if (!choice.ok() || !cfg.quant.quantized()) return choice;
+    if (!choice.ok()) return choice;
+    if (choice->device == DeviceKind::kCpu && o.kv_cache_dtype != KvCacheDtype::kAuto) {
+        return unimplemented(std::string("--kv-cache-dtype ") + (o.kv_cache_dtype == KvCacheDtype::kFp8 ? "fp8" : "bf16") +
+                             ": the CPU runner" + (o.device == DeviceKind::kCpu ? "" : " (which runs here)") +
+                             " keeps its KV cache in fp32; bf16 and fp8 are the CUDA backend's (use auto)");
+    }
+    if (choice->device == DeviceKind::kCuda) append_note(*choice, kv_cache_note(cfg, o));
+    if (!cfg.quant.quantized()) return choice;
     if (!choice->note.empty()) choice->note += "; ";
     const bool cuda = choice->device == DeviceKind::kCuda && cfg.quant.weight_scale != model::WeightScaleKind::kBlock;
     choice->note += "checkpoint: " + cfg.quant.describe() +

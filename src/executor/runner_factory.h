@@ -17,6 +17,14 @@ enum class DeviceKind { kAuto, kCpu, kCuda };
 // "auto", "cpu", "cuda"; errors name the flag value.
 Result<DeviceKind> parse_device_kind(const std::string& text);
 
+// The KV cache's element type (`--kv-cache-dtype`). auto: bf16 on CUDA (FP8 only when asked for, even
+// where the checkpoint carries FP8 KV scales: the choice is the user's and the log says it), fp32 on
+// the CPU. bf16 and fp8 are CUDA's; the CPU runner refuses them.
+enum class KvCacheDtype { kAuto, kBf16, kFp8 };
+
+// "auto", "bf16", "fp8"; errors name the flag value.
+Result<KvCacheDtype> parse_kv_cache_dtype(const std::string& text);
+
 struct RunnerOptions {
     DeviceKind device = DeviceKind::kAuto;  // auto: CUDA when a device is present and supports the model, else CPU
     int num_threads = 0;                    // CPU compute threads; 0: all
@@ -33,6 +41,7 @@ struct RunnerOptions {
     // (CUDA: host_kv_auto_bytes(); the CPU: none, its pool is RAM already), else bytes.
     int64_t host_kv_cache_bytes = 0;
     int num_host_kv_blocks = 0;             // > 0: exactly this many host-tier blocks, on either device (tests)
+    KvCacheDtype kv_cache_dtype = KvCacheDtype::kAuto;
 };
 
 // The default host tier on CUDA: a fifth of the available RAM (MemAvailable), at most 64 GiB.
@@ -47,7 +56,8 @@ bool cuda_available();
 
 // The backend make_runner builds (kCpu or kCuda). note: one line for the log when `auto` takes the CPU
 // although a GPU is present, saying why ("device auto: using the CPU: the CUDA backend needs head_dim
-// 64 or 128, this model has 32"), and for a quantized checkpoint how its weights run; else empty.
+// 64 or 128, this model has 32"), for a quantized checkpoint how its weights run, and on CUDA the KV
+// cache's type when it is FP8 or the checkpoint carries FP8 KV scales; else empty.
 struct DeviceChoice {
     DeviceKind device = DeviceKind::kCpu;
     std::string note;
@@ -56,7 +66,8 @@ struct DeviceChoice {
 // auto: CUDA when `presence` is kPresent and cuda_unsupported_reason() finds nothing, else the CPU.
 // Errors, for --device cuda only, checked in this order: the model or the step sizes unsupported on
 // CUDA (kUnimplemented, naming the value and what is supported, in every build), no CUDA backend in
-// this build (kUnimplemented), no device (kNotFound).
+// this build (kUnimplemented), no device (kNotFound). On any device: --kv-cache-dtype bf16 or fp8 where
+// the CPU runs (kUnimplemented).
 Result<DeviceChoice> choose_device(const model::ModelConfig& cfg, const RunnerOptions& options, CudaPresence presence);
 
 // Builds the runner on choose_device(cfg, options, cuda_presence())'s device; its errors, and the CUDA

@@ -48,13 +48,14 @@ public:
         }
     }
 
-    // The per-layer FP8 KV scales, under the names the producers use.
+    // The per-layer FP8 KV scales, under the names the producers use: compressed-tensors (k_scale),
+    // ModelOpt (k_proj.k_scale) and AutoFP8's one deprecated kv_scale for both.
     void bind_kv_scales(ModelWeights& weights) {
         for (size_t l = 0; l < weights.layers.size(); ++l) {
             const std::string attn = "model.layers." + std::to_string(l) + ".self_attn.";
             LayerWeights& layer = weights.layers[l];
-            layer.k_scale = take_scalar({attn + "k_scale", attn + "k_proj.k_scale"}, 0.0f);
-            layer.v_scale = take_scalar({attn + "v_scale", attn + "v_proj.v_scale"}, 0.0f);
+            layer.k_scale = take_scalar({attn + "k_scale", attn + "k_proj.k_scale", attn + "kv_scale"}, 0.0f);
+            layer.v_scale = take_scalar({attn + "v_scale", attn + "v_proj.v_scale", attn + "kv_scale"}, 0.0f);
         }
     }
 

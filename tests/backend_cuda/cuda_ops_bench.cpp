@@ -151,11 +151,13 @@ struct AttentionSetup {
     int num_seqs, num_new, kv_len;
     DeviceBuffer q, k, v, out, cu, lens, tables, workspace;
     AttentionMetadata meta;
+    bool fp8 = false;
+    DeviceBuffer k8, v8;   // fp8: the E4M3 cache (every code 0x34 = 0.75; the kernels' time does not depend on it)
 };
 
 AttentionSetup make_attention(int num_seqs, int num_new, int kv_len, std::mt19937& rng) {
     const int h = 32, kvh = 8, d = 128, bs = 16;
-    AttentionSetup s{num_seqs, num_new, kv_len, {}, {}, {}, {}, {}, {}, {}, {}, {}};
+    AttentionSetup s{num_seqs, num_new, kv_len, {}, {}, {}, {}, {}, {}, {}, {}, {}, false, {}, {}};
     const int blocks_per_seq = (kv_len + bs - 1) / bs, num_blocks = num_seqs * blocks_per_seq;
     std::vector<int32_t> tables(num_blocks);
     std::iota(tables.begin(), tables.end(), 0);
@@ -172,15 +174,26 @@ AttentionSetup make_attention(int num_seqs, int num_new, int kv_len, std::mt1993
     s.workspace = DeviceBuffer(std::max<size_t>(16, attention_workspace_bytes(num_seqs * num_new, h, d, kv_len)));
     s.meta = AttentionMetadata{s.cu.as<int32_t>(), s.lens.as<int32_t>(), s.tables.as<int32_t>(), num_seqs,
                                num_seqs * num_new, blocks_per_seq, num_new, kv_len};
+    const size_t cache_bytes = size_t{1} * num_blocks * bs * kvh * d;
+    s.k8 = DeviceBuffer(cache_bytes);
+    s.v8 = DeviceBuffer(cache_bytes);
+    CUDA_CHECK(cudaMemset(s.k8.data(), 0x34, cache_bytes));
+    CUDA_CHECK(cudaMemset(s.v8.data(), 0x34, cache_bytes));
     return s;
 }
 
+cudaError_t launch_attention(AttentionSetup& s, cudaStream_t stream) {
+    if (s.fp8) {
+        return paged_attention_fp8(s.q.as<bf16>(), s.k8.as<uint8_t>(), s.v8.as<uint8_t>(), s.meta, 32, 8, 128, 16,
+                                   0.08838834764f, 0.5f, 0.25f, s.out.as<bf16>(), s.workspace.data(),
+                                   s.workspace.num_bytes(), stream);
+    }
+    return paged_attention(s.q.as<bf16>(), s.k.as<bf16>(), s.v.as<bf16>(), s.meta, 32, 8, 128, 16, 0.08838834764f,
+                           s.out.as<bf16>(), s.workspace.data(), s.workspace.num_bytes(), stream);
+}
+
 double run_attention(AttentionSetup& s) {
-    return time_ms([&] {
-        return paged_attention(s.q.as<bf16>(), s.k.as<bf16>(), s.v.as<bf16>(), s.meta, 32, 8, 128, 16,
-                               0.08838834764f, s.out.as<bf16>(), s.workspace.data(), s.workspace.num_bytes(),
-                               nullptr);
-    });
+    return time_ms([&] { return launch_attention(s, nullptr); });
 }
 
 // The same call captured once in a CUDA graph and replayed (how the runner issues decode steps): no
@@ -192,9 +205,7 @@ double run_attention_graph(AttentionSetup& s) {
     cudaGraphExec_t exec = nullptr;
     cudaError_t err = cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal);
     if (err == cudaSuccess) {
-        const cudaError_t launched = paged_attention(s.q.as<bf16>(), s.k.as<bf16>(), s.v.as<bf16>(), s.meta, 32, 8,
-                                                     128, 16, 0.08838834764f, s.out.as<bf16>(), s.workspace.data(),
-                                                     s.workspace.num_bytes(), stream);
+        const cudaError_t launched = launch_attention(s, stream);
         err = cudaStreamEndCapture(stream, &graph);
         if (launched != cudaSuccess) err = launched;
     }
@@ -216,13 +227,16 @@ void bench_attention(std::mt19937& rng) {
     for (auto [seqs, len] : {std::pair{64, 4096}, std::pair{256, 1024}, std::pair{256, 2000}, std::pair{8, 8192},
                              std::pair{1, 32768}}) {
         AttentionSetup s = make_attention(seqs, 1, len, rng);
-        char name[64];
-        const double kv_bytes = 2.0 * 2 * seqs * static_cast<double>(len) * 8 * 128;
-        std::snprintf(name, sizeof(name), "decode attention %d seqs x %d ctx", seqs, len);
-        report_bytes(name, run_attention(s), kv_bytes);
-        std::snprintf(name, sizeof(name), "decode attention %d seqs x %d ctx (graph)", seqs, len);
-        const double graph_ms = run_attention_graph(s);
-        if (graph_ms > 0.0) report_bytes(name, graph_ms, kv_bytes);
+        for (bool fp8 : {false, true}) {   // bytes: of the cache as stored
+            s.fp8 = fp8;
+            char name[80];
+            const double kv_bytes = (fp8 ? 1.0 : 2.0) * 2 * seqs * static_cast<double>(len) * 8 * 128;
+            std::snprintf(name, sizeof(name), "decode attention %d seqs x %d ctx%s", seqs, len, fp8 ? " fp8" : "");
+            report_bytes(name, run_attention(s), kv_bytes);
+            std::snprintf(name, sizeof(name), "decode attention %d seqs x %d ctx%s (graph)", seqs, len, fp8 ? " fp8" : "");
+            const double graph_ms = run_attention_graph(s);
+            if (graph_ms > 0.0) report_bytes(name, graph_ms, kv_bytes);
+        }
     }
     // Prefill (tensor cores): fresh prompts and chunks of new tokens over a cached prefix. FLOPs count the
     // causal half only: 4 * head_dim * heads per (query, visible key) pair.
@@ -231,10 +245,14 @@ void bench_attention(std::mt19937& rng) {
                                       PrefillShape{1, 16384, 16384}, PrefillShape{4, 512, 8192},
                                       PrefillShape{16, 128, 2048}}) {
         AttentionSetup s = make_attention(seqs, num_new, len, rng);
-        char name[64];
-        std::snprintf(name, sizeof(name), "prefill attention %d seqs x %d new / %d ctx", seqs, num_new, len);
-        const double pairs = static_cast<double>(num_new) * (len - num_new) + num_new * (num_new + 1.0) / 2;
-        report_flops(name, run_attention(s), 4.0 * seqs * pairs * 128 * 32);
+        for (bool fp8 : {false, true}) {
+            s.fp8 = fp8;
+            char name[80];
+            std::snprintf(name, sizeof(name), "prefill attention %d seqs x %d new / %d ctx%s", seqs, num_new, len,
+                          fp8 ? " fp8" : "");
+            const double pairs = static_cast<double>(num_new) * (len - num_new) + num_new * (num_new + 1.0) / 2;
+            report_flops(name, run_attention(s), 4.0 * seqs * pairs * 128 * 32);
+        }
     }
 }
 

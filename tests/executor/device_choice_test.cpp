@@ -152,6 +152,67 @@ TEST(ChooseDevice, CudaWithASupportedShapeNeedsTheBackendAndADevice) {
     EXPECT_EQ(present->device, DeviceKind::kCuda);
 }
 
+// --kv-cache-dtype: bf16 and fp8 are the CUDA runner's; where the CPU runs they are refused by name,
+// and on CUDA the log line says which type the cache has when it is FP8 or could be.
+TEST(KvCacheDtype, ParsesTheThreeValuesAndNamesTheFlagOtherwise) {
+    EXPECT_EQ(*parse_kv_cache_dtype("auto"), KvCacheDtype::kAuto);
+    EXPECT_EQ(*parse_kv_cache_dtype("bf16"), KvCacheDtype::kBf16);
+    EXPECT_EQ(*parse_kv_cache_dtype("fp8"), KvCacheDtype::kFp8);
+    for (const char* bad : {"", "fp16", "FP8", "e4m3"}) {
+        auto r = parse_kv_cache_dtype(bad);
+        ASSERT_FALSE(r.ok()) << bad;
+        EXPECT_TRUE(contains(r.status().message(), "--kv-cache-dtype must be auto, bf16 or fp8")) << r.status().message();
+    }
+}
+
+TEST(KvCacheDtype, Bf16AndFp8AreRefusedWhereTheCpuRuns) {
+    struct Case {
+        DeviceKind device;
+        CudaPresence presence;
+        int head_dim;
+    };
+    for (const Case c : {Case{DeviceKind::kCpu, CudaPresence::kPresent, 64}, Case{DeviceKind::kAuto, CudaPresence::kNoDevice, 64},
+                         Case{DeviceKind::kAuto, CudaPresence::kPresent, 32}}) {
+        for (KvCacheDtype dtype : {KvCacheDtype::kBf16, KvCacheDtype::kFp8}) {
+            RunnerOptions o = options_for(c.device);
+            o.kv_cache_dtype = dtype;
+            auto choice = choose_device(config_with_head_dim(c.head_dim), o, c.presence);
+            ASSERT_FALSE(choice.ok());
+            EXPECT_EQ(choice.status().code(), StatusCode::kUnimplemented);
+            EXPECT_TRUE(contains(choice.status().message(), dtype == KvCacheDtype::kFp8 ? "--kv-cache-dtype fp8"
+                                                                                       : "--kv-cache-dtype bf16"))
+                << choice.status().message();
+            EXPECT_TRUE(contains(choice.status().message(), "fp32")) << choice.status().message();
+        }
+        auto choice = choose_device(config_with_head_dim(c.head_dim), options_for(c.device), c.presence);
+        ASSERT_TRUE(choice.ok()) << choice.status().message();   // auto: fp32 there
+        EXPECT_EQ(choice->device, DeviceKind::kCpu);
+    }
+}
+
+TEST(KvCacheDtype, OnCudaTheNoteSaysFp8AndWhetherTheScalesAreCalibrated) {
+    model::ModelConfig cfg = config_with_head_dim(128);
+    RunnerOptions o = options_for(DeviceKind::kCuda);
+    o.kv_cache_dtype = KvCacheDtype::kFp8;
+    auto uncalibrated = choose_device(cfg, o, CudaPresence::kPresent);
+    ASSERT_TRUE(uncalibrated.ok()) << uncalibrated.status().message();
+    EXPECT_EQ(uncalibrated->device, DeviceKind::kCuda);
+    EXPECT_TRUE(contains(uncalibrated->note, "KV cache: FP8 (E4M3); warning: the checkpoint has no calibrated KV scales"))
+        << uncalibrated->note;
+    cfg.quant.kv_cache_fp8 = true;
+    auto calibrated = choose_device(cfg, o, CudaPresence::kPresent);
+    ASSERT_TRUE(calibrated.ok());
+    EXPECT_TRUE(contains(calibrated->note, "with the checkpoint's per-layer k_scale / v_scale")) << calibrated->note;
+    o.kv_cache_dtype = KvCacheDtype::kAuto;   // never promoted to FP8 by the checkpoint; said in the log
+    auto automatic = choose_device(cfg, o, CudaPresence::kPresent);
+    ASSERT_TRUE(automatic.ok());
+    EXPECT_TRUE(contains(automatic->note, "KV cache: bf16 (--kv-cache-dtype auto)")) << automatic->note;
+    o.kv_cache_dtype = KvCacheDtype::kBf16;
+    auto bf16 = choose_device(cfg, o, CudaPresence::kPresent);
+    ASSERT_TRUE(bf16.ok());
+    EXPECT_FALSE(contains(bf16->note, "KV cache")) << bf16->note;
+}
+
 TEST(ChooseDevice, CpuIsTakenForAnyShape) {
     auto choice = choose_device(config_with_head_dim(24), options_for(DeviceKind::kCpu), CudaPresence::kPresent);
     ASSERT_TRUE(choice.ok());

@@ -167,6 +167,21 @@ TEST_F(Fp8Errors, NonPositiveKvScale) {
     open_error(dir_.path(), {"'model.layers.1.self_attn.k_proj.k_scale'", "positive finite"});
 }
 
+// AutoFP8's one deprecated `kv_scale` per layer serves as both scales.
+TEST_F(Fp8Errors, OneKvScaleServesBothKAndV) {
+    Fp8Checkpoint q = testing::quantize_fp8(small_model(), Fp8Layout::kModelOpt);
+    q.fp8.remove("model.layers.0.self_attn.k_proj.k_scale");
+    q.fp8.remove("model.layers.0.self_attn.v_proj.v_scale");
+    const float half = 0.5f;
+    q.fp8.tensors.push_back({"model.layers.0.self_attn.kv_scale", "F32", {}, std::string(reinterpret_cast<const char*>(&half), 4)});
+    q.write_fp8(dir_.path());
+    std::unique_ptr<Checkpoint> ckpt = open_ok(dir_.path());
+    ASSERT_TRUE(ckpt);
+    EXPECT_EQ(ckpt->weights().layers[0].k_scale, 0.5f);
+    EXPECT_EQ(ckpt->weights().layers[0].v_scale, 0.5f);
+    EXPECT_EQ(ckpt->weights().layers[1].k_scale, 0.125f);   // the other layer keeps its own
+}
+
 TEST_F(Fp8Errors, BlockScalesOfAnotherGrid) {
     Fp8Checkpoint q = testing::quantize_fp8(small_model(), Fp8Layout::kHfBlock);
     q.fp8.config["quantization_config"]["weight_block_size"] = {16, 16};  // the file has [128, 128] scales

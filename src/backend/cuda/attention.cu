@@ -1,8 +1,10 @@
-// paged_attention(): checks the arguments, plans the decode split over the workspace, and hands the
-// batch to the decode kernel (sequences with one new token) and the prefill kernel (the others). In a
+// paged_attention() and paged_attention_fp8(): check the arguments, plan the decode split over the
+// workspace, and hand the batch to the decode kernel (sequences with one new token) and the prefill
+// kernel (the others), of the cache's type. In a
 // mixed batch (chunked prefills beside decoding sequences) a decode row in the prefill kernel would
 // take a whole 64-row tile per KV head for its group of query rows.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "backend/cuda/attention_launch.h"
@@ -85,9 +87,14 @@ size_t attention_workspace_bytes(int max_num_tokens, int num_heads, int head_dim
     return sizeof(float) * static_cast<size_t>(rows) * num_heads * (head_dim + 1);
 }
 
-cudaError_t paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const AttentionMetadata& meta,
-                            int num_heads, int num_kv_heads, int head_dim, int block_size, float scale, bf16* out,
-                            void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+namespace {
+
+// Checks what both caches share, builds the kernels' arguments, and runs the decode kernel (sequences
+// with one new token) and the prefill kernel (the others).
+cudaError_t run_attention(const bf16* q, const void* k_cache, const void* v_cache, bool kv_fp8,
+                          const AttentionMetadata& meta, int num_heads, int num_kv_heads, int head_dim, int block_size,
+                          float scale_log2, float out_scale, bf16* out, void* workspace, size_t workspace_bytes,
+                          cudaStream_t stream) {
     if (meta.num_seqs < 0 || meta.num_tokens < 0) return cudaErrorInvalidValue;
     if (meta.num_seqs == 0 || meta.num_tokens == 0) return cudaSuccess;
     if ((head_dim != 64 && head_dim != 128) || num_kv_heads <= 0 || num_heads % num_kv_heads != 0 ||
@@ -109,16 +116,41 @@ cudaError_t paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_ca
     a.num_kv_heads = num_kv_heads;
     a.head_dim = head_dim;
     a.block_size = block_size;
-    a.scale_log2 = scale * kLog2e;
+    a.kv_fp8 = kv_fp8;
+    a.scale_log2 = scale_log2;
+    a.out_scale = out_scale;
     a.out = out;
     if (meta.max_seq_len_q == 1 || meta.num_single_token_seqs > 0) {
         const attn::DecodeSplit split =
             plan_decode_split(meta, num_heads, num_kv_heads, head_dim, workspace, workspace_bytes);
-        const cudaError_t err = attn::launch_decode(a, split, stream);
+        const cudaError_t err = kv_fp8 ? attn::launch_decode_fp8(a, split, stream) : attn::launch_decode(a, split, stream);
         if (err != cudaSuccess || meta.max_seq_len_q == 1) return err;
         a.prefill_skips_single = true;   // a mixed batch: its one-token sequences are done
     }
-    return attn::launch_prefill(a, meta.max_seq_len_q, stream);
+    return kv_fp8 ? attn::launch_prefill_fp8(a, meta.max_seq_len_q, stream)
+                  : attn::launch_prefill(a, meta.max_seq_len_q, stream);
+}
+
+}  // namespace
+
+cudaError_t paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const AttentionMetadata& meta,
+                            int num_heads, int num_kv_heads, int head_dim, int block_size, float scale, bf16* out,
+                            void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+    return run_attention(q, k_cache, v_cache, /*kv_fp8=*/false, meta, num_heads, num_kv_heads, head_dim, block_size,
+                         scale * kLog2e, 1.0f, out, workspace, workspace_bytes, stream);
+}
+
+// The FP8 kernels see codes x 2^-120 with q x 2^100 and p x 2^100 (attention_decode.cuh): the scores
+// come out x 2^-20 and o / l x 2^-120.
+cudaError_t paged_attention_fp8(const bf16* q, const uint8_t* k_cache, const uint8_t* v_cache,
+                                const AttentionMetadata& meta, int num_heads, int num_kv_heads, int head_dim,
+                                int block_size, float scale, float k_scale, float v_scale, bf16* out, void* workspace,
+                                size_t workspace_bytes, cudaStream_t stream) {
+    if (!(k_scale > 0.0f) || !std::isfinite(k_scale) || !(v_scale > 0.0f) || !(v_scale < 256.0f))
+        return cudaErrorInvalidValue;
+    return run_attention(q, k_cache, v_cache, /*kv_fp8=*/true, meta, num_heads, num_kv_heads, head_dim, block_size,
+                         scale * kLog2e * k_scale * 0x1p20f, v_scale * 0x1p120f, out, workspace, workspace_bytes,
+                         stream);
 }
 
 }  // namespace hichat::cuda

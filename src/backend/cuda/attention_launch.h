@@ -11,15 +11,17 @@ namespace hichat::cuda::attn {
 // Everything both kernels read; pointers are device pointers (see ops.h for the layouts).
 struct AttnArgs {
     const __nv_bfloat16* q;           // [T, num_heads, head_dim]
-    const __nv_bfloat16* k_cache;     // [num_blocks, block_size, num_kv_heads, head_dim]
-    const __nv_bfloat16* v_cache;     // same
+    const void* k_cache;              // [num_blocks, block_size, num_kv_heads, head_dim] bf16 or E4M3
+    const void* v_cache;              // same
     const int32_t* cu_seqlens_q;      // [num_seqs + 1]
     const int32_t* seq_lens_kv;       // [num_seqs]
     const int32_t* block_tables;      // [num_seqs, max_blocks_per_seq]
     int max_blocks_per_seq;
     int num_seqs;
     int num_heads, num_kv_heads, head_dim, block_size;
-    float scale_log2;                 // softmax scale * log2(e)
+    bool kv_fp8 = false;              // E4M3 cache (see attention_decode.cuh for the factors)
+    float scale_log2;                 // softmax scale * log2(e) (FP8: * k_scale * 2^20)
+    float out_scale = 1.0f;           // FP8: v_scale * 2^120
     __nv_bfloat16* out;               // [T, num_heads, head_dim]
     bool prefill_skips_single = false;  // leave one-token sequences to the decode kernel
 };
@@ -34,9 +36,11 @@ struct DecodeSplit {
     float* partial_o = nullptr;
     float* partial_lse = nullptr;
 };
-cudaError_t launch_decode(const AttnArgs& a, const DecodeSplit& split, cudaStream_t stream);
+cudaError_t launch_decode(const AttnArgs& a, const DecodeSplit& split, cudaStream_t stream);   // bf16 cache
+cudaError_t launch_decode_fp8(const AttnArgs& a, const DecodeSplit& split, cudaStream_t stream);
 
 // Any number of new tokens per sequence (max_seq_len_q of them at most), causal.
-cudaError_t launch_prefill(const AttnArgs& a, int max_seq_len_q, cudaStream_t stream);
+cudaError_t launch_prefill(const AttnArgs& a, int max_seq_len_q, cudaStream_t stream);   // bf16 cache
+cudaError_t launch_prefill_fp8(const AttnArgs& a, int max_seq_len_q, cudaStream_t stream);
 
 }  // namespace hichat::cuda::attn

@@ -1,7 +1,8 @@
 // CUDA ops of the forward pass. Pure launchers (style rule 8): device pointers, sizes, a stream and
 // caller-provided workspace in, cudaError_t out; they never allocate, free, sync, log or throw.
-// Layouts: activations row-major; the residual stream x is fp32, GEMM inputs bf16; KV cache bf16,
-// paged: k_cache/v_cache [num_blocks, block_size, num_kv_heads, head_dim], token slot s lives at
+// Layouts: activations row-major; the residual stream x is fp32, GEMM inputs bf16; KV cache bf16 or
+// FP8 (E4M3, one byte per element: value = code * the layer's k_scale or v_scale), paged:
+// k_cache/v_cache [num_blocks, block_size, num_kv_heads, head_dim], token slot s lives at
 // block s / block_size, offset s % block_size (slot = block_id * block_size + offset).
 // This header is plain C++ (no CUDA headers beyond the runtime types) so that executor/ can include it.
 #pragma once
@@ -29,7 +30,10 @@ cudaError_t rms_norm(const float* x, int rows, int dim, const bf16* w, float eps
 // adds bias (nullable, same width), applies per-head RMSNorm to q and k when q_norm/k_norm are given
 // ([head_dim] bf16, Qwen3), rotates q and k (rotate-half RoPE: pairs (j, j + head_dim/2), angle
 // positions[t] * inv_freq[j]), writes q to q_out [T, num_heads * head_dim] bf16 and k, v into the
-// paged cache at slot_mapping[t]. head_dim a multiple of 4, at most 256; pointers 4-byte aligned.
+// paged cache at slot_mapping[t]: as bf16, or with kv_fp8 as e4m3(k / k_scale) and e4m3(v / v_scale)
+// from the fp32 values, rounded to nearest even and saturated to +-448. head_dim a multiple of 4, at
+// most 256; pointers 4-byte aligned (the caches 2-byte aligned with kv_fp8). cudaErrorInvalidValue for
+// any other shape or alignment, and with kv_fp8 for a scale that is not positive and finite.
 struct QkvRopeParams {
     const bf16* qkv;             // [T, width]
     const bf16* bias;            // [width] or null
@@ -41,8 +45,10 @@ struct QkvRopeParams {
     const int32_t* slot_mapping; // [T]
     int num_tokens, num_heads, num_kv_heads, head_dim;
     bf16* q_out;                 // [T, num_heads * head_dim]
-    bf16* k_cache;               // paged
-    bf16* v_cache;               // paged
+    void* k_cache;               // paged, bf16 or (kv_fp8) E4M3 bytes
+    void* v_cache;               // paged
+    bool kv_fp8 = false;
+    float k_scale = 1.0f, v_scale = 1.0f;   // kv_fp8: the dequantization multipliers (positive, finite)
 };
 cudaError_t qkv_rope_kv_write(const QkvRopeParams& p, cudaStream_t stream);
 
@@ -68,6 +74,16 @@ size_t attention_workspace_bytes(int max_num_tokens, int num_heads, int head_dim
 cudaError_t paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const AttentionMetadata& meta,
                             int num_heads, int num_kv_heads, int head_dim, int block_size, float scale, bf16* out,
                             void* workspace, size_t workspace_bytes, cudaStream_t stream);
+// The same over an FP8 (E4M3) cache: key j of a head means k_cache codes * k_scale (v likewise). The
+// codes become bf16 exactly in shared memory, so the tensor-core math is the bf16 kernels' (fp32
+// softmax and accumulation); k_scale goes into the softmax scale and v_scale into the output.
+// cudaErrorInvalidValue unless k_scale, v_scale are positive and finite and v_scale < 256 (the output
+// factor v_scale x 2^120 must be a finite float), and for what paged_attention refuses;
+// cudaErrorMisalignedAddress for caches not 16-byte aligned (or out not 4-byte aligned).
+cudaError_t paged_attention_fp8(const bf16* q, const uint8_t* k_cache, const uint8_t* v_cache,
+                                const AttentionMetadata& meta, int num_heads, int num_kv_heads, int head_dim,
+                                int block_size, float scale, float k_scale, float v_scale, bf16* out, void* workspace,
+                                size_t workspace_bytes, cudaStream_t stream);
 
 // out[t, j] = silu(gate_up[t, j]) * gate_up[t, I + j].         gate_up [T, 2I] bf16, out [T, I] bf16
 cudaError_t silu_mul(const bf16* gate_up, int num_tokens, int intermediate, bf16* out, cudaStream_t stream);
