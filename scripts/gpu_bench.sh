@@ -6,7 +6,8 @@
 #   3. hichat bench engine: batch 1/32/64/128/256 at prompt 128 / output 256 (and batch 1/256 without
 #      host/device overlap), prompt 1000 / output 1000 at batch 256, TTFT of a 2048-token prompt;
 #   4. hichat serve + hichat bench serve, 1000/1000 at concurrency 256 (served vs engine);
-#   3b/4b. the same 8B rows with `--quantization fp8` (FP8 weights, per-token activations), same run;
+#   3b/4b. the same 8B rows with `--quantization fp8 --kv-cache-dtype fp8` (FP8 weights, per-token
+#      activations, FP8 KV cache), same run, and served also at 128/128 and 2048/128;
 #   5. transformers generate() on the same checkpoints and shapes (the peer, same run; SKIP_PEER=1
 #      leaves it out when the FP8 rows need the time);
 #   6. cuda_ops_bench.
@@ -63,31 +64,36 @@ timeout 120 hichat bench engine --model /tmp/b8 --device cuda --batch 256 --inpu
 timeout 60 hichat bench engine --model /tmp/b8 --device cuda --batch 1 --input-len 2048 --output-len 1 \
     --repeat 5 2>&1 | tee -a "$out/engine_8b.log" | tag "$m8"
 grep -v '^{' "$out/engine_8b.log"
-m8q="llama-3.1-8b-shape random, --quantization fp8"
-echo "== 8B engine, --quantization fp8"
-timeout 150 hichat bench engine --model /tmp/b8 --quantization fp8 --device cuda --batch 1,32,64,128,256 \
+m8q="llama-3.1-8b-shape random, --quantization fp8 --kv-cache-dtype fp8"
+echo "== 8B engine, --quantization fp8 --kv-cache-dtype fp8"
+timeout 150 hichat bench engine --model /tmp/b8 --quantization fp8 --kv-cache-dtype fp8 --device cuda --batch 1,32,64,128,256 \
     --input-len 128 --output-len 256 --repeat 1 2>&1 | tee "$out/engine_8b_fp8.log" | tag "$m8q"
-timeout 120 hichat bench engine --model /tmp/b8 --quantization fp8 --device cuda --batch 256 --input-len 1000 \
+timeout 120 hichat bench engine --model /tmp/b8 --quantization fp8 --kv-cache-dtype fp8 --device cuda --batch 256 --input-len 1000 \
     --output-len 1000 --repeat 1 2>&1 | tee -a "$out/engine_8b_fp8.log" | tag "$m8q"
-timeout 60 hichat bench engine --model /tmp/b8 --quantization fp8 --device cuda --batch 1 --input-len 2048 \
+timeout 60 hichat bench engine --model /tmp/b8 --quantization fp8 --kv-cache-dtype fp8 --device cuda --batch 1 --input-len 2048 \
     --output-len 1 --repeat 5 2>&1 | tee -a "$out/engine_8b_fp8.log" | tag "$m8q"
 grep -v '^{' "$out/engine_8b_fp8.log"
 
 echo "== 8B served (1000/1000, concurrency 256)"
-serve_8b() {  # serve_8b BINARY LOG_NAME [FLAGS...]: hichat serve + hichat bench serve; bench output on stdout
+# serve_8b BINARY LOG_NAME [FLAGS...]: hichat serve + hichat bench serve (IN / OUT tokens, 256 prompts at
+# concurrency 256 unless IN, OUT, PROMPTS say otherwise); bench output on stdout
+serve_8b() {
     local bin=$1 name=$2; shift 2
     "$bin" serve --model /tmp/b8 --device cuda --port 8300 --max-num-seqs 256 --max-num-batched-tokens 8192 \
         --max-model-len 4096 "$@" > "$out/serve_$name.log" 2>&1 &
     local pid=$!
     for _ in $(seq 300); do grep -q "ready:" "$out/serve_$name.log" && break; sleep 0.2; done
-    timeout 150 "$bin" bench serve --url http://127.0.0.1:8300 --model b8 --input-len 1000 --output-len 1000 \
-        --num-prompts 256 --max-concurrency 256 --vocab-size 128000 2>&1 | tee "$out/bench_serve_$name.log"
+    timeout 150 "$bin" bench serve --url http://127.0.0.1:8300 --model b8 --input-len ${IN:-1000} \
+        --output-len ${OUT_LEN:-1000} --num-prompts ${PROMPTS:-256} --max-concurrency 256 --vocab-size 128000 2>&1 \
+        | tee "$out/bench_serve_$name.log"
     kill -TERM $pid; wait $pid
 }
 serve_8b hichat 8b | tag "$m8"
 grep -v '^{' "$out/bench_serve_8b.log" | tail -20
-serve_8b hichat 8b_fp8 --quantization fp8 | tag "$m8q"
+serve_8b hichat 8b_fp8 --quantization fp8 --kv-cache-dtype fp8 | tag "$m8q"
 grep -v '^{' "$out/bench_serve_8b_fp8.log" | tail -20
+IN=128 OUT_LEN=128 PROMPTS=1024 serve_8b hichat 8b_fp8_128 --quantization fp8 --kv-cache-dtype fp8 | tag "$m8q"
+IN=2048 OUT_LEN=128 PROMPTS=512 serve_8b hichat 8b_fp8_2048 --quantization fp8 --kv-cache-dtype fp8 | tag "$m8q"
 if [[ -n ${SERVE_AB:-} ]]; then   # A/B: the same served run with .bundle/bin/$SERVE_AB (console only)
     serve_8b "$SERVE_AB" ab > /dev/null
     echo "A/B $SERVE_AB served: $(grep -o '"output_throughput":[0-9.]*' "$out/bench_serve_ab.log")"
