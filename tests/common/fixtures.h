@@ -1,6 +1,7 @@
 // Helpers for tests that read the transformers-golden fixtures under tests/fixtures/.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -48,6 +49,19 @@ inline double relative_error(const std::vector<float>& a, const std::vector<floa
         den += static_cast<double>(b[i]) * b[i];
     }
     return std::sqrt(num / den);
+}
+
+// Share of the rows of two [rows, vocab] logit arrays whose argmax (lowest index on ties) agrees.
+inline double top1_agreement(const std::vector<float>& a, const std::vector<float>& b, size_t vocab) {
+    const size_t rows = a.size() / vocab;
+    size_t same = 0;
+    for (size_t r = 0; r < rows; ++r) {
+        const auto row_a = a.begin() + static_cast<std::ptrdiff_t>(r * vocab);
+        const auto row_b = b.begin() + static_cast<std::ptrdiff_t>(r * vocab);
+        same += std::max_element(row_a, row_a + static_cast<std::ptrdiff_t>(vocab)) - row_a ==
+                std::max_element(row_b, row_b + static_cast<std::ptrdiff_t>(vocab)) - row_b;
+    }
+    return rows == 0 ? 0.0 : static_cast<double>(same) / static_cast<double>(rows);
 }
 
 }  // namespace hichat::testing

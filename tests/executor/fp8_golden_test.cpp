@@ -15,24 +15,12 @@
 #include "executor/runner_factory.h"
 #include "model/checkpoint.h"
 #include "model/fp8_checkpoint_writer.h"
-#include "sampling/sampler.h"
 
 namespace hichat::executor {
 namespace {
 
 using model::testing::Fp8Layout;
 using testing::fixture_dir;
-
-// Share of rows whose argmax agrees.
-double top1_agreement(const std::vector<float>& a, const std::vector<float>& b, size_t vocab) {
-    const size_t rows = a.size() / vocab;
-    size_t same = 0;
-    for (size_t r = 0; r < rows; ++r) {
-        same += sampling::argmax(std::span<const float>(a).subspan(r * vocab, vocab)) ==
-                sampling::argmax(std::span<const float>(b).subspan(r * vocab, vocab));
-    }
-    return rows == 0 ? 0.0 : static_cast<double>(same) / static_cast<double>(rows);
-}
 
 std::unique_ptr<model::Checkpoint> open_ok(const std::string& dir) {
     auto ckpt = model::Checkpoint::open(dir);
@@ -93,7 +81,7 @@ TEST_P(Fp8GoldenTest, CpuLogitsEqualTheDequantizedCheckpoint) {
     EXPECT_EQ(got, want) << name();
     const size_t vocab = static_cast<size_t>(fp8_->config().vocab_size);
     const double err = testing::relative_error(got, transformers_);
-    const double top1 = top1_agreement(got, transformers_, vocab);
+    const double top1 = testing::top1_agreement(got, transformers_, vocab);
     std::printf("[cpu fp8] %s: vs transformers bf16 relative error %.3e, top-1 agreement %.4f\n", name().c_str(), err,
                 top1);
     // E4M3 keeps 3 mantissa bits: 3.6% RMS per weight, 11-18% on these logits of 2-layer random models
@@ -127,7 +115,7 @@ TEST_P(Fp8GoldenTest, CudaLogitsMatchTheDequantizedCheckpointOnCpu) {
     const std::vector<float> want_decode(want.end() - static_cast<std::ptrdiff_t>(vocab), want.end());
     const double prefill_err = testing::relative_error(prefill, want_prefill);
     const double decode_err = testing::relative_error(decode, want_decode);
-    const double top1 = top1_agreement(prefill, want_prefill, vocab);
+    const double top1 = testing::top1_agreement(prefill, want_prefill, vocab);
     std::printf("[cuda fp8] %s: vs CPU on the dequantized weights: prefill relative error %.3e, top-1 %.4f; "
                 "one-token step %.3e; prefill vs transformers bf16 %.3e\n",
                 name().c_str(), prefill_err, top1, decode_err,
@@ -163,7 +151,7 @@ TEST_P(Fp8GoldenTest, CudaSmallStepsMatchTheDequantizedCheckpointOnCpu) {
     ASSERT_EQ(got.size(), want.size());
     const size_t vocab = static_cast<size_t>(fp8_->config().vocab_size);
     const double err = testing::relative_error(got, want);
-    const double top1 = top1_agreement(got, want, vocab);
+    const double top1 = testing::top1_agreement(got, want, vocab);
     std::printf("[cuda fp8 gemv] %s: steps of 8 vs CPU on the dequantized weights: relative error %.3e, top-1 %.4f\n",
                 name().c_str(), err, top1);
     // The bf16 CUDA path against the CPU on these fixtures: 0.9-2.2e-2 (CudaGoldenTest).

@@ -10,7 +10,6 @@
 #include "executor/cpu_runner.h"
 #include "executor/runner_factory.h"
 #include "model/checkpoint.h"
-#include "sampling/sampler.h"
 
 namespace hichat::executor {
 namespace {
@@ -18,16 +17,6 @@ namespace {
 using testing::fixture_dir;
 
 constexpr int kPrefillTokens = 200;   // of the 300 golden ids; the other 100 go one step each
-
-double top1_agreement(const std::vector<float>& a, const std::vector<float>& b, size_t vocab) {
-    const size_t rows = a.size() / vocab;
-    size_t same = 0;
-    for (size_t r = 0; r < rows; ++r) {
-        same += sampling::argmax(std::span<const float>(a).subspan(r * vocab, vocab)) ==
-                sampling::argmax(std::span<const float>(b).subspan(r * vocab, vocab));
-    }
-    return rows == 0 ? 0.0 : static_cast<double>(same) / static_cast<double>(rows);
-}
 
 RunnerOptions cuda_options(KvCacheDtype dtype) {
     return {.device = DeviceKind::kCuda, .gpu_memory_fraction = 0.05, .max_num_seqs = 8, .max_num_tokens_per_step = 512,
@@ -88,7 +77,7 @@ TEST_P(Fp8KvGoldenTest, LogitsMatchTheCpuAndTheBf16Cache) {
     for (bool steps : {false, true}) {
         const char* what = steps ? "one-token steps" : "prefill";
         const double err = testing::relative_error(part(fp8, steps), part(want, steps));
-        const double top1 = top1_agreement(part(fp8, steps), part(want, steps), vocab);
+        const double top1 = testing::top1_agreement(part(fp8, steps), part(want, steps), vocab);
         const double bf16_err = testing::relative_error(part(bf16, steps), part(want, steps));
         const double vs_bf16 = testing::relative_error(part(fp8, steps), part(bf16, steps));
         std::printf("[cuda fp8 kv] %s %s: vs CPU relative error %.3e, top-1 %.4f (bf16 KV vs CPU %.3e); "

@@ -20,6 +20,7 @@
 #pragma once
 
 #include "backend/cuda/attention_launch.h"
+#include "backend/cuda/e4m3_bf16.cuh"
 #include "backend/cuda/kernel_util.cuh"
 
 #include <cuda_bf16.h>
@@ -108,26 +109,7 @@ __device__ __forceinline__ void st_shared_v4(uint32_t addr, uint4 v) {
     asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w) : "memory");
 }
 
-// Two E4M3 codes, in the high bytes of x's halves, as bf16x2 worth code x 2^-120 each (exact).
-__device__ __forceinline__ uint32_t e4m3_pair_to_bf16(uint32_t x) {
-    return (x & 0x80008000u) | ((x & 0x7f007f00u) >> 4);
-}
-
-// 16 codes (dims 16c .. 16c + 15 in order) -> two 16-byte bf16 chunks (dims 0-7, 8-15).
-__device__ __forceinline__ void e4m3x16_to_bf16(uint4 codes, uint4& lo, uint4& hi) {
-    auto pairs = [](uint32_t w, uint32_t& a, uint32_t& b) {
-        a = e4m3_pair_to_bf16(__byte_perm(w, 0u, 0x1404));   // codes 0, 1 of w
-        b = e4m3_pair_to_bf16(__byte_perm(w, 0u, 0x3424));   // codes 2, 3
-    };
-    pairs(codes.x, lo.x, lo.y);
-    pairs(codes.y, lo.z, lo.w);
-    pairs(codes.z, hi.x, hi.y);
-    pairs(codes.w, hi.z, hi.w);
-}
-
-// 2^100 as bf16x2: the FP8 path's factor on Q and P.
-constexpr uint32_t kBf16x2Pow100 = 0x71807180u;
-constexpr float kPBias = 100.0f;   // log2 of the factor on P
+constexpr float kPBias = 100.0f;   // log2 of the FP8 path's factor on P (kernels::kBf16x2Pow100 on Q)
 
 // Byte offset of chunk `chunk` of key row `row` in a swizzled [kTileKeys, D] tile.
 template <int D>
@@ -178,7 +160,7 @@ __device__ __forceinline__ void load_q_fragments(const AttnArgs& a, const Decode
         if (!has) return 0u;
         __nv_bfloat162 v = __halves2bfloat162(p[0], p[1]);
         if constexpr (kFp8) {
-            const uint32_t f = kBf16x2Pow100;
+            const uint32_t f = kernels::kBf16x2Pow100;
             v = __hmul2(v, *reinterpret_cast<const __nv_bfloat162*>(&f));
         }
         return bf16x2_bits(v);
@@ -230,7 +212,7 @@ __device__ __forceinline__ void convert_tile(uint32_t src, uint32_t dst, int lan
         for (int i = lane; i < kTileKeys * kChunks; i += 32) {
             const int row = i / kChunks, c = i % kChunks;
             uint4 lo, hi;
-            e4m3x16_to_bf16(ld_shared_v4(src + kv * Shape::kCacheTileBytes + i * 16), lo, hi);
+            kernels::e4m3x16_to_bf16(ld_shared_v4(src + kv * Shape::kCacheTileBytes + i * 16), lo, hi);
             st_shared_v4(dst + kv * Shape::kTileBytes + tile_offset<D>(row, 2 * c), lo);
             st_shared_v4(dst + kv * Shape::kTileBytes + tile_offset<D>(row, 2 * c + 1), hi);
         }

@@ -16,6 +16,7 @@
 
 #include "backend/cuda/attention_launch.h"
 #include "backend/cuda/attention_mma.cuh"
+#include "backend/cuda/e4m3_bf16.cuh"
 
 #include <type_traits>
 
@@ -155,11 +156,6 @@ __device__ void load_kv_tile(uint8_t* k_s, uint8_t* v_s, const KvPages<uint8_t>&
     }
 }
 
-// Two E4M3 codes, in the high bytes of x's halves, as bf16x2 worth code x 2^-120 each (exact).
-__device__ __forceinline__ uint32_t e4m3_pair_to_bf16(uint32_t x) {
-    return (x & 0x80008000u) | ((x & 0x7f007f00u) >> 4);
-}
-
 // FP8: the codes of one stage's K and V tiles into the padded bf16 tiles k_s / v_s (x 2^-120).
 template <int D>
 __device__ void convert_kv_tile(const uint8_t* k8, const uint8_t* v8, bf16* k_s, bf16* v_s) {
@@ -168,22 +164,15 @@ __device__ void convert_kv_tile(const uint8_t* k8, const uint8_t* v8, bf16* k_s,
         const bool is_v = c >= kTileKeys * kChunks;
         const int i = is_v ? c - kTileKeys * kChunks : c;
         const int j = i / kChunks, part = i % kChunks;
-        const uint4 codes = *reinterpret_cast<const uint4*>((is_v ? v8 : k8) + j * D + part * 16);
-        uint32_t out[8];
-        const uint32_t words[4] = {codes.x, codes.y, codes.z, codes.w};
-#pragma unroll
-        for (int w = 0; w < 4; ++w) {
-            out[2 * w] = e4m3_pair_to_bf16(__byte_perm(words[w], 0u, 0x1404));       // codes 0, 1 of the word
-            out[2 * w + 1] = e4m3_pair_to_bf16(__byte_perm(words[w], 0u, 0x3424));   // codes 2, 3
-        }
+        uint4 lo, hi;
+        kernels::e4m3x16_to_bf16(*reinterpret_cast<const uint4*>((is_v ? v8 : k8) + j * D + part * 16), lo, hi);
         bf16* dst = (is_v ? v_s : k_s) + j * Smem<D>::kStride + part * 16;
-        *reinterpret_cast<uint4*>(dst) = make_uint4(out[0], out[1], out[2], out[3]);
-        *reinterpret_cast<uint4*>(dst + 8) = make_uint4(out[4], out[5], out[6], out[7]);
+        *reinterpret_cast<uint4*>(dst) = lo;
+        *reinterpret_cast<uint4*>(dst + 8) = hi;
     }
 }
 
-constexpr uint32_t kBf16x2Pow100 = 0x71807180u;   // 2^100 as bf16x2: the FP8 path's factor on Q and P
-constexpr float kPBias = 100.0f;                  // its log2
+constexpr float kPBias = 100.0f;   // log2 of the FP8 path's factor on P (kernels::kBf16x2Pow100 on Q)
 
 // One warp's 16 rows and their running softmax state. This thread holds rows g = lane / 4 and g + 8
 // (index 0 and 1 below) and, of each 8-column block, columns 2t, 2t + 1 with t = lane % 4.
@@ -209,7 +198,7 @@ struct WarpRows {
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk) mma::ldmatrix_x4(q[kk], row + kk * 16);
         if (!scale_up) return;
-        const uint32_t f = kBf16x2Pow100;
+        const uint32_t f = kernels::kBf16x2Pow100;
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk) {
 #pragma unroll

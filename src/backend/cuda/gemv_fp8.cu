@@ -17,6 +17,7 @@
 // activations are multiplied by 2^100 (exact in bf16 below 2^28), so the products sit in fp32's normal
 // range; the row's sum is multiplied by 2^20 * w_scale[row] at the end.
 
+#include "backend/cuda/e4m3_bf16.cuh"
 #include "backend/cuda/kernel_util.cuh"
 #include "backend/cuda/ops.h"
 
@@ -26,7 +27,7 @@ namespace {
 constexpr int kThreads = 256, kWarps = kThreads / 32;
 constexpr int kTileRows = 16, kStepK = 64, kMaxTokens = 8;
 constexpr int kUnroll = 4;                   // steps whose loads are in flight together
-constexpr uint32_t kActScale = 0x71807180u;  // bf16x2 (2^100, 2^100)
+constexpr uint32_t kActScale = kernels::kBf16x2Pow100;   // on the activations
 constexpr float kUnscale = 0x1p20f;          // 2^120 * 2^-100
 
 __device__ __forceinline__ uint4 load_weight(const uint8_t* p) {   // read once: streamed past L1
@@ -34,13 +35,6 @@ __device__ __forceinline__ uint4 load_weight(const uint8_t* p) {   // read once:
     asm("ld.global.nc.L1::no_allocate.v4.u32 {%0, %1, %2, %3}, [%4];"
         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "l"(p));
     return v;
-}
-
-// Bytes 1 and 3 of x (E4M3) as bf16x2 equal to their values times 2^-120: sign kept at bits 15 / 31,
-// the 7 exponent and mantissa bits moved down by 4 into bf16's exponent and mantissa. Exact for every
-// finite code (E4M3 subnormals become bf16 subnormals).
-__device__ __forceinline__ uint32_t fp8_pair_to_bf16x2(uint32_t x) {
-    return (x & 0x80008000u) | ((x & 0x7f007f00u) >> 4);
 }
 
 __device__ __forceinline__ uint32_t bf16x2_mul(uint32_t a, uint32_t b) {
@@ -78,6 +72,7 @@ __device__ __forceinline__ void mma_step(float (&c)[4], const StepWeights& s, co
     for (int j = 0; j < 4; ++j) {
         const uint32_t even = bf16x2_mul(__byte_perm(av[2 * j], av[2 * j + 1], 0x5410), kActScale);   // 4j, 4j+2
         const uint32_t odd = bf16x2_mul(__byte_perm(av[2 * j], av[2 * j + 1], 0x7632), kActScale);    // 4j+1, 4j+3
+        using kernels::fp8_pair_to_bf16x2;
         mma_bf16(c, fp8_pair_to_bf16x2(lo[j] << 8), fp8_pair_to_bf16x2(hi[j] << 8), fp8_pair_to_bf16x2(lo[j]),
                  fp8_pair_to_bf16x2(hi[j]), even, odd);
     }
