@@ -5,7 +5,8 @@
 //      plus small batches m = 2..16, and q/k/v fused in one linear_fused() call;
 //   3. linear() at m = 128 and 512 (prefill GEMM) as GFLOP/s;
 //   4. attention() for decode at 1k/4k context and a 512-token prefill chunk.
-// Prints a table and one JSON line per measurement. Not a test; run by hand: ./cpu_ops_bench
+// Prints a table and one JSON line per measurement. Not a test; run by hand: ./cpu_ops_bench [--threads N]
+// [--simd portable|avx2|avx512|avx512_bf16] [--no-bw] [--no-gemv] [--no-gemm] [--no-attention]
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -108,7 +109,9 @@ double time_linear(const Weights& w, int64_t m, ThreadPool& pool) {
     const int64_t n = w.tensors[0].rows(), k = w.tensors[0].cols();
     std::vector<float> x(static_cast<size_t>(m * k), 0.01f), y(static_cast<size_t>(m * n));
     const size_t num_copies = w.tensors.size();
-    linear(x.data(), m, w.tensors[0], nullptr, y.data(), pool);  // warm-up (thread scratch, page tables)
+    // Warm-up over every copy (thread scratch, page tables): the first pass over freshly written
+    // copies ran 2-4x slower than later ones on the EPYC (2026-12-04), at every SIMD level.
+    for (const model::WeightTensor& t : w.tensors) linear(x.data(), m, t, nullptr, y.data(), pool);
     int64_t calls = 0;
     auto t0 = Clock::now();
     while (calls < static_cast<int64_t>(2 * num_copies) || seconds_since(t0) < 0.3) {
@@ -166,7 +169,7 @@ void bench_fused_qkv(double bandwidth_2t, int threads) {
                                         {&views[c][2], nullptr, y.data() + rows[0] + rows[1]}};
         linear_fused(x.data(), 1, outputs, pool);
     };
-    call(0);  // warm-up
+    for (size_t c = 0; c < views.size(); ++c) call(c);  // warm-up over every copy, as in time_linear
     int64_t calls = 0;
     auto t0 = Clock::now();
     while (calls < static_cast<int64_t>(2 * views.size()) || seconds_since(t0) < 0.3) call(static_cast<size_t>(calls++) % views.size());
@@ -231,6 +234,23 @@ int run(int argc, char** argv) {
         else if (std::strcmp(argv[i], "--no-gemv") == 0) skip_gemv = true;
         else if (std::strcmp(argv[i], "--no-gemm") == 0) skip_gemm = true;
         else if (std::strcmp(argv[i], "--no-attention") == 0) skip_attention = true;
+        else if (std::strcmp(argv[i], "--simd") == 0 && i + 1 < argc) {   // a level at or below the detected one
+            const std::string name = argv[++i];
+            bool known = false;
+            for (SimdLevel l : {SimdLevel::kPortable, SimdLevel::kAvx2, SimdLevel::kAvx512, SimdLevel::kAvx512Bf16}) {
+                if (simd_level_name(l) != name) continue;
+                known = true;
+                if (force_simd_level(l) != l) {
+                    std::fprintf(stderr, "--simd %s: this CPU's best level is %s\n", name.c_str(),
+                                 std::string(simd_level_name(detected_simd_level())).c_str());
+                    return 2;
+                }
+            }
+            if (!known) {
+                std::fprintf(stderr, "--simd %s: not one of portable, avx2, avx512, avx512_bf16\n", name.c_str());
+                return 2;
+            }
+        }
     }
     std::printf("simd level: %s, threads: %d\n", std::string(simd_level_name(active_simd_level())).c_str(), threads);
     double bw1 = 0.0, bw2 = 0.0;

@@ -149,7 +149,7 @@ TEST_P(AttentionTest, SoftmaxKernelMatchesDoubleOverWideRange) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Levels, AttentionTest, ::testing::ValuesIn(testing::supported_levels()),
+INSTANTIATE_TEST_SUITE_P(Levels, AttentionTest, ::testing::ValuesIn(testing::all_levels()),
                          testing::level_test_name);
 
 }  // namespace

@@ -104,7 +104,7 @@ TEST_P(SiluMulTest, MatchesDoubleReferenceAndMayRunInPlace) {
     EXPECT_EQ(gate, out);
 }
 
-INSTANTIATE_TEST_SUITE_P(Levels, SiluMulTest, ::testing::ValuesIn(testing::supported_levels()),
+INSTANTIATE_TEST_SUITE_P(Levels, SiluMulTest, ::testing::ValuesIn(testing::all_levels()),
                          testing::level_test_name);
 
 TEST(AddInplace, AddsElementwise) {

@@ -1,6 +1,9 @@
 // The CPU forward pass against transformers (fp32 on the same bf16 weights): logits and greedy tokens.
 #include <gtest/gtest.h>
 
+#include <cstdio>
+
+#include "backend/cpu/cpu_features.h"
 #include "common/fixtures.h"
 #include "executor/cpu_runner.h"
 #include "model/checkpoint.h"
@@ -42,6 +45,8 @@ TEST_P(GoldenTest, LogitsMatchTransformers) {
         auto expected = testing::read_floats(fixture_dir(GetParam()) + "/logits_" + std::to_string(n) + ".bin");
         ASSERT_EQ(expected.size(), ids.size() * static_cast<size_t>(checkpoint_->config().vocab_size));
         double err = testing::relative_error(score(ids), expected);
+        std::printf("%s, length %d, simd %s: relative error %.3g\n", GetParam().c_str(), n,
+                    std::string(cpu::simd_level_name(cpu::active_simd_level())).c_str(), err);
         EXPECT_LT(err, 1e-3) << GetParam() << " at length " << n;
     }
 }

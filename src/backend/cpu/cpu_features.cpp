@@ -13,6 +13,7 @@ SimdLevel detect() {
                 __builtin_cpu_supports("f16c");
     bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                   __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+    if (avx512 && __builtin_cpu_supports("avx512bf16")) return SimdLevel::kAvx512Bf16;
     if (avx512) return SimdLevel::kAvx512;
     if (avx2) return SimdLevel::kAvx2;
 #endif
@@ -31,6 +32,7 @@ std::string_view simd_level_name(SimdLevel level) {
         case SimdLevel::kPortable: return "portable";
         case SimdLevel::kAvx2: return "avx2";
         case SimdLevel::kAvx512: return "avx512";
+        case SimdLevel::kAvx512Bf16: return "avx512_bf16";
     }
     return "?";
 }

@@ -6,12 +6,12 @@
 
 namespace hichat::cpu {
 
-enum class SimdLevel { kPortable, kAvx2, kAvx512 };  // ordered: each level implies the ones before
+enum class SimdLevel { kPortable, kAvx2, kAvx512, kAvx512Bf16 };  // ordered: each implies the ones before
 
 std::string_view simd_level_name(SimdLevel level);
 
 // The best level this CPU and this build support (AVX2 also needs FMA and F16C; AVX-512 needs F, BW,
-// VL, DQ). Computed once.
+// VL, DQ; AVX-512 BF16 also AVX512_BF16, for vdpbf16ps). Computed once.
 SimdLevel detected_simd_level();
 
 // The level the ops use now: detected_simd_level() unless forced lower.

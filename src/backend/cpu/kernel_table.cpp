@@ -16,7 +16,13 @@ const KernelTable& kernels_for(SimdLevel level) {
                                      avx512::gemv,       avx512::gemm,
                                      avx512::dot_rows,   avx512::sum_rows_weighted,
                                      avx512::softmax,     avx512::silu_mul};
+    // AVX-512 BF16: vdpbf16ps for bf16 weights (the AVX-512 kernels for other dtypes), AVX-512 elsewhere.
+    static const KernelTable kAvx512Bf16{SimdLevel::kAvx512Bf16, 32, 16,
+                                         avx512_bf16::gemv,       avx512_bf16::gemm,
+                                         avx512::dot_rows,        avx512::sum_rows_weighted,
+                                         avx512::softmax,         avx512::silu_mul};
     switch (level) {
+        case SimdLevel::kAvx512Bf16: return kAvx512Bf16;
         case SimdLevel::kAvx512: return kAvx512;
         case SimdLevel::kAvx2: return kAvx2;
         case SimdLevel::kPortable: return kPortable;

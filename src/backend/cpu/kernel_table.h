@@ -24,9 +24,10 @@ inline constexpr int kGemmPanelDepth = 192;     // k per packed panel (panel = d
 
 inline constexpr int kGemvMaxRowsPerPass = 8;  // gemv() takes x in passes of up to this many rows
 
-// Floats of per-thread scratch that gemv() needs: up to kGemvMaxRowsPerPass rows of x, repacked.
+// Floats of per-thread scratch that gemv() needs: up to kGemvMaxRowsPerPass rows of x, repacked (as
+// fp32 padded to 16, or as two bf16 terms padded to 32).
 inline int64_t gemv_scratch_floats(int64_t m, int64_t k) {
-    return (m < kGemvMaxRowsPerPass ? m : kGemvMaxRowsPerPass) * (k + 16);
+    return (m < kGemvMaxRowsPerPass ? m : kGemvMaxRowsPerPass) * (k + 32);
 }
 
 // Floats of per-thread scratch that gemm() needs for m rows of x: a packed weight panel [depth][cols],
@@ -102,6 +103,10 @@ namespace avx512 {
     void softmax(float* x, int64_t n, float scale);
     void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 }  // namespace avx512
+namespace avx512_bf16 {  // bf16 weights; other dtypes go to avx512::gemv / gemm
+    void gemv(const LinearProblem& p, int64_t n_begin, int64_t n_end, const void* next_rows, float* scratch);
+    void gemm(const LinearProblem& p, int64_t n_begin, int64_t n_end, float* scratch);
+}  // namespace avx512_bf16
 #endif
 
 }  // namespace hichat::cpu

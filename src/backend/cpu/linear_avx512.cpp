@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "backend/cpu/kernel_table.h"
+#include "backend/cpu/transpose_avx512.h"
 
 namespace hichat::cpu::avx512 {
 namespace {
@@ -173,29 +174,7 @@ void gemv_dispatch(int64_t m, const LinearProblem& p, const float* x, float* y, 
 constexpr int kPanelCols = 32;
 constexpr int kTileRows = 14;
 
-inline __attribute__((always_inline)) void transpose16x16(__m512 r[16]) {
-    __m512 t[16];
-    for (int i = 0; i < 8; ++i) {
-        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
-    for (int g = 0; g < 4; ++g) {
-        r[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
-        r[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xEE);
-        r[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
-        r[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xEE);
-    }
-    for (int c = 0; c < 4; ++c) {
-        t[c] = _mm512_shuffle_f32x4(r[c], r[c + 4], 0x88);
-        t[c + 4] = _mm512_shuffle_f32x4(r[c], r[c + 4], 0xDD);
-        t[c + 8] = _mm512_shuffle_f32x4(r[c + 8], r[c + 12], 0x88);
-        t[c + 12] = _mm512_shuffle_f32x4(r[c + 8], r[c + 12], 0xDD);
-    }
-    for (int c = 0; c < 8; ++c) {
-        r[c] = _mm512_shuffle_f32x4(t[c], t[c + 8], 0x88);
-        r[c + 8] = _mm512_shuffle_f32x4(t[c], t[c + 8], 0xDD);
-    }
-}
+using avx512_detail::transpose16x16;
 
 // panel[d][j] = w[row0 + j, k0 + d] as fp32 for j < num_rows (zero for num_rows <= j < 32), d < depth.
 // Converts row by row into rows_f32 ([32][depth]) first: reading 32 weight rows side by side at a
