@@ -3,12 +3,15 @@
 # between minutes (shared VMs): ROUNDS x (bandwidth probe, one decode run, bandwidth probe). Per round:
 # the decode's effective read rate (weight bytes read per step / ms per step) over the mean of its two
 # probes. Prints each round and the median; appends one JSON line to bench/results/cpu-<host>-<date>.jsonl.
-# Usage: bench/decode_vs_bandwidth.sh CHECKPOINT_DIR [BUILD_DIR] [ROUNDS]
+# QUANTIZATION (none|int8, default none) is passed to `hichat bench engine --quantization`; with int8 the
+# bytes per step count each linear weight as one byte per element plus a 4-byte scale per row.
+# Usage: bench/decode_vs_bandwidth.sh CHECKPOINT_DIR [BUILD_DIR] [ROUNDS] [QUANTIZATION]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-model=${1:?usage: bench/decode_vs_bandwidth.sh CHECKPOINT_DIR [BUILD_DIR] [ROUNDS]}
+model=${1:?usage: bench/decode_vs_bandwidth.sh CHECKPOINT_DIR [BUILD_DIR] [ROUNDS] [QUANTIZATION]}
 build=${2:-build}
 rounds=${3:-5}
+quant=${4:-none}
 out=bench/results/cpu-$(hostname)-$(date -u +%Y-%m-%d).jsonl
 probe() {
     "$build"/tests/backend_cpu/cpu_ops_bench --threads 2 --no-gemv --no-gemm --no-attention |
@@ -16,13 +19,19 @@ probe() {
 }
 # Bytes a decode step reads: every tensor, except the embedding table when an untied lm_head exists
 # (then only one embedding row is read).
-bytes=$(python3 - "$model" <<'PY'
-import glob, json, struct, sys
+bytes=$(python3 - "$model" "$quant" <<'PY'
+import glob, json, math, struct, sys
 sizes = {}
 for path in glob.glob(sys.argv[1] + "/*.safetensors"):
     with open(path, "rb") as f:
         header = json.loads(f.read(struct.unpack("<Q", f.read(8))[0]))
-    sizes.update({k: v["data_offsets"][1] - v["data_offsets"][0] for k, v in header.items() if k != "__metadata__"})
+    for k, v in header.items():
+        if k == "__metadata__":
+            continue
+        size = v["data_offsets"][1] - v["data_offsets"][0]
+        if sys.argv[2] == "int8" and ".layers." in k and k.endswith("_proj.weight"):
+            size = math.prod(v["shape"]) + 4 * v["shape"][0]
+        sizes[k] = size
 if "lm_head.weight" in sizes:
     sizes.pop("model.embed_tokens.weight", None)
 print(sum(sizes.values()))
@@ -30,15 +39,17 @@ PY
 )
 echo "weights read per decode step: $bytes bytes"
 ratios=()
+mss=()
 for r in $(seq "$rounds"); do
     before=$(probe)
     ms=$("$build"/tools/hichat bench engine --model "$model" --input-len 128 --output-len 16 --batch 1 --threads 2 \
-        --repeat 1 | sed -n 's/.*"ms_per_token":\([0-9.]*\).*/\1/p')
+        --repeat 1 --quantization "$quant" | sed -n 's/.*"ms_per_token":\([0-9.]*\).*/\1/p')
     after=$(probe)
     ratio=$(python3 -c "b=$bytes/($ms*1e-3)/1e9; print(f'{b:.2f} {b/(($before+$after)/2):.3f}')")
-    echo "round $r: bandwidth $before / $after GB/s, decode $ms ms/step = ${ratio% *} GB/s, ratio ${ratio#* }"
+    echo "round $r: bandwidth $before / $after GB/s, decode $ms ms/step ($(python3 -c "print(f'{1000/$ms:.1f}')") tok/s) = ${ratio% *} GB/s, ratio ${ratio#* }"
     ratios+=("${ratio#* }")
+    mss+=("$ms")
 done
 median=$(printf '%s\n' "${ratios[@]}" | sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}')
 echo "median ratio of decode read rate to measured bandwidth: $median"
-echo "{\"bench\":\"decode_vs_bandwidth\",\"commit\":\"$(git rev-parse --short HEAD)\",\"date\":\"$(date -u +%FT%TZ)\",\"model\":\"$model\",\"threads\":2,\"rounds\":$rounds,\"ratios\":[$(IFS=,; echo "${ratios[*]}")],\"median_ratio\":$median}" >> "$out"
+echo "{\"bench\":\"decode_vs_bandwidth\",\"commit\":\"$(git rev-parse --short HEAD)\",\"date\":\"$(date -u +%FT%TZ)\",\"model\":\"$model\",\"quantization\":\"$quant\",\"threads\":2,\"rounds\":$rounds,\"ms_per_token\":[$(IFS=,; echo "${mss[*]}")],\"ratios\":[$(IFS=,; echo "${ratios[*]}")],\"median_ratio\":$median}" >> "$out"

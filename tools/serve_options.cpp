@@ -84,8 +84,8 @@ constexpr FlagSpec kFlags[] = {
      .help = "at most N stored responses and N conversations; the oldest go first", .min = 1, .max = int64_t{1} << 40},
     {.name = "device", .value_name = "auto|cpu|cuda", .default_value = "auto",
      .help = "where the model runs; auto: CUDA when a device is present"},
-    {.name = "quantization", .value_name = "none|fp8", .default_value = "none",
-     .help = "fp8: quantize a bf16 checkpoint's linear weights to FP8 on load (per-channel scales)"},
+    {.name = "quantization", .value_name = "none|fp8|int8", .default_value = "none",
+     .help = "fp8 / int8: quantize a bf16 checkpoint's linear weights on load (per-channel scales; int8: CPU only)"},
     {.name = "kv-cache-dtype", .value_name = "auto|bf16|fp8", .default_value = "auto",
      .help = "CUDA KV cache: fp8 stores E4M3 with the checkpoint's k/v scales (1.0 where it has none): "
              "twice the tokens; auto: bf16"},

@@ -12,6 +12,7 @@ std::string_view dtype_name(DType t) {
         case DType::kF16: return "F16";
         case DType::kBF16: return "BF16";
         case DType::kF8E4M3: return "F8_E4M3";
+        case DType::kI8: return "I8";
     }
     return "?";
 }

@@ -9,9 +9,12 @@ namespace hichat {
 
 // kF8E4M3: OCP FP8 E4M3 ("e4m3fn": no infinities, 0x7f/0xff are NaN, largest finite 448), the
 // element type of FP8 checkpoints; their values mean q * scale, with the scale held beside them.
-enum class DType { kF32, kF16, kBF16, kF8E4M3 };
+// kI8: signed 8-bit integer codes (int8 weights, --quantization int8), meaning q * scale likewise.
+enum class DType { kF32, kF16, kBF16, kF8E4M3, kI8 };
 
-inline int dtype_size_bytes(DType t) { return t == DType::kF32 ? 4 : t == DType::kF8E4M3 ? 1 : 2; }
+inline int dtype_size_bytes(DType t) {
+    return t == DType::kF32 ? 4 : (t == DType::kF8E4M3 || t == DType::kI8) ? 1 : 2;
+}
 std::string_view dtype_name(DType t);
 
 inline float bf16_to_f32(uint16_t h) {
@@ -49,6 +52,7 @@ inline float load_as_f32(const void* data, DType dtype, int64_t index) {
         case DType::kBF16: std::memcpy(&h, bytes + 2 * index, 2); return bf16_to_f32(h);
         case DType::kF16: std::memcpy(&h, bytes + 2 * index, 2); return f16_to_f32(h);
         case DType::kF8E4M3: return fp8_e4m3_to_f32(bytes[index]);
+        case DType::kI8: return static_cast<float>(static_cast<int8_t>(bytes[index]));
     }
     return f;
 }

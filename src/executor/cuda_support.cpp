@@ -42,6 +42,14 @@ std::optional<std::string> bias_reason(const model::ModelConfig& cfg) {
     return std::nullopt;
 }
 
+std::optional<std::string> weight_reason(const model::ModelConfig& cfg) {
+    if (cfg.quant.quantized() && cfg.quant.weight_dtype == DType::kI8) {
+        return "the CUDA backend runs bf16 and FP8 weights; int8 weights (" + cfg.quant.describe() +
+               ") run on the CPU backend";
+    }
+    return std::nullopt;
+}
+
 std::optional<std::string> step_reason(const model::ModelConfig& cfg, const CudaStepShape& step) {
     if (cfg.vocab_size > kMaxVocab) {
         return "the CUDA backend needs vocab_size <= " + std::to_string(kMaxVocab) + ", this model has " +
@@ -68,6 +76,7 @@ std::optional<std::string> step_reason(const model::ModelConfig& cfg, const Cuda
 std::optional<std::string> cuda_unsupported_reason(const model::ModelConfig& cfg, const CudaStepShape& step) {
     if (auto r = head_reason(cfg)) return r;
     if (auto r = bias_reason(cfg)) return r;
+    if (auto r = weight_reason(cfg)) return r;
     return step_reason(cfg, step);
 }
 

@@ -35,6 +35,7 @@ void append_bf16(const WeightTensor& t, std::vector<uint16_t>& out) {
                 std::memcpy(&f, bytes + 4 * i, 4);
                 break;
             case DType::kF8E4M3:  // dequantized above
+            case DType::kI8:      // refused by choose_device
                 break;
         }
         out[base + static_cast<size_t>(i)] = f32_to_bf16(f);

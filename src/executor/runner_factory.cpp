@@ -178,10 +178,12 @@ Result<DeviceChoice> choose_device(const model::ModelConfig& cfg, const RunnerOp
     if (!cfg.quant.quantized()) return choice;
     if (!choice->note.empty()) choice->note += "; ";
     const bool cuda = choice->device == DeviceKind::kCuda && cfg.quant.weight_scale != model::WeightScaleKind::kBlock;
+    const bool int8 = cfg.quant.weight_dtype == DType::kI8;
     choice->note += "checkpoint: " + cfg.quant.describe() +
-                    (cuda ? ": linear layers stay FP8 on the GPU (FP8 GEMV up to 8 tokens, cuBLASLt FP8 GEMM "
-                            "beyond) where the kernels take their shape, else they run dequantized to bf16"
-                          : ": its FP8 weights run dequantized to bf16");
+                    (cuda   ? ": linear layers stay FP8 on the GPU (FP8 GEMV up to 8 tokens, cuBLASLt FP8 GEMM "
+                              "beyond) where the kernels take their shape, else they run dequantized to bf16"
+                     : int8 ? ": linear layers run int8 x int8 (activations quantized per token), integer sums per row"
+                            : ": its FP8 weights run dequantized to bf16");
     return choice;
 }
 

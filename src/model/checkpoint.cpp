@@ -2,8 +2,9 @@
 
 #include <thread>
 
-#include "model/fp8_quantize.h"
+#include "model/on_load_quantization.h"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 #include <string>
@@ -111,7 +112,7 @@ private:
                                 e.name + "')");
             return;
         }
-        Fp8Scales& out = e.slot->scales;
+        QuantScales& out = e.slot->scales;
         if (!scale_grid(*scale, e.shape[0], e.shape[1], out)) return;
         out.data = scale->tensor->data;
         out.dtype = scale->tensor->dtype;
@@ -125,7 +126,7 @@ private:
     }
 
     // Checks the scale tensor's dtype and shape against the config's granularity for a [n, k] weight.
-    bool scale_grid(const WeightFiles::Entry& scale, int64_t n, int64_t k, Fp8Scales& out) {
+    bool scale_grid(const WeightFiles::Entry& scale, int64_t n, int64_t k, QuantScales& out) {
         const SafetensorsTensor& t = *scale.tensor;
         if (t.dtype == DType::kF8E4M3) {
             problem(scale, "is F8_E4M3; scales must be F32, BF16 or F16");
@@ -212,19 +213,32 @@ public:
         if (!files.ok()) return files.status();
         HICHAT_RETURN_IF_ERROR(bind_weights(*files, ckpt->config_, ckpt->weights_));
         ckpt->files_ = std::move(files->files);
-        if (options.quantization == LoadQuantization::kFp8) HICHAT_RETURN_IF_ERROR(quantize_fp8(*ckpt, options.threads));
+        if (options.quantization != LoadQuantization::kNone) HICHAT_RETURN_IF_ERROR(quantize(*ckpt, options));
         return ckpt;
     }
 
 private:
-    static Status quantize_fp8(Checkpoint& ckpt, int threads) {
+    static Status quantize(Checkpoint& ckpt, const CheckpointOptions& options) {
+        const bool int8 = options.quantization == LoadQuantization::kInt8;
+        const char* flag = int8 ? "--quantization int8" : "--quantization fp8";
         if (ckpt.config_.quant.quantized()) {
-            return invalid_argument(ckpt.dir_ + "/config.json: --quantization fp8 needs a bf16, f16 or f32 checkpoint; this one is "
+            return invalid_argument(ckpt.dir_ + "/config.json: " + flag + " needs a bf16, f16 or f32 checkpoint; this one is "
                                     "already quantized (" + ckpt.config_.quant.describe() + ")");
         }
+        // The CPU's int8 kernels sum a row in int32: 255 * 128 per element, so at most 2^16 of them.
+        constexpr int64_t kInt8MaxK = int64_t{1} << 16;
+        const ModelConfig& c = ckpt.config_;
+        if (int8 && std::max({int64_t{c.intermediate_size}, int64_t{c.hidden_size}, int64_t{c.num_heads} * c.head_dim}) > kInt8MaxK) {
+            return invalid_argument(ckpt.dir_ + "/config.json: --quantization int8 takes linear layers of at most " +
+                                    std::to_string(kInt8MaxK) + " inputs; hidden_size is " + std::to_string(c.hidden_size) +
+                                    ", intermediate_size " + std::to_string(c.intermediate_size) +
+                                    ", num_attention_heads * head_dim " + std::to_string(int64_t{c.num_heads} * c.head_dim));
+        }
+        int threads = options.threads;
         if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-        ckpt.quantized_ = std::make_unique<Fp8Quantization>(ckpt.weights_, threads);
-        ckpt.config_.quant = Fp8Quantization::config();
+        const DType codes = int8 ? DType::kI8 : DType::kF8E4M3;
+        ckpt.quantized_ = std::make_unique<OnLoadQuantization>(ckpt.weights_, codes, threads);
+        ckpt.config_.quant = OnLoadQuantization::config(codes);
         return ok_status();
     }
 };
@@ -238,7 +252,8 @@ Checkpoint::~Checkpoint() = default;
 Result<LoadQuantization> parse_load_quantization(const std::string& text) {
     if (text == "none") return LoadQuantization::kNone;
     if (text == "fp8") return LoadQuantization::kFp8;
-    return invalid_argument("--quantization must be none or fp8, not '" + text + "'");
+    if (text == "int8") return LoadQuantization::kInt8;
+    return invalid_argument("--quantization must be none, fp8 or int8, not '" + text + "'");
 }
 
 }  // namespace hichat::model

@@ -13,13 +13,14 @@
 
 namespace hichat::model {
 
-class Fp8Quantization;
+class OnLoadQuantization;
 
-// How open() stores the linear weights: as the files have them, or quantized to FP8 (per-channel
-// weight scales, dynamic per-token activations; fp8_quantize.h) from a bf16 / f16 / f32 checkpoint.
-enum class LoadQuantization { kNone, kFp8 };
+// How open() stores the linear weights: as the files have them, or quantized to FP8 or int8
+// (per-channel weight scales, dynamic per-token activations; on_load_quantization.h) from a bf16 /
+// f16 / f32 checkpoint. int8 runs on the CPU backend only.
+enum class LoadQuantization { kNone, kFp8, kInt8 };
 
-// The --quantization flag's value: "none" or "fp8"; any other is an error naming the flag.
+// The --quantization flag's value: "none", "fp8" or "int8"; any other is an error naming the flag.
 Result<LoadQuantization> parse_load_quantization(const std::string& text);
 
 struct CheckpointOptions {
@@ -32,7 +33,7 @@ public:
     // Opens `dir`: config.json, then model.safetensors or model.safetensors.index.json + shards.
     // Errors name the file and, where it applies, the tensor: missing files, bad JSON, unknown
     // architecture, truncated files, unsupported dtypes, missing, unexpected or misshaped tensors.
-    // With options.quantization kFp8, a checkpoint that is already quantized is refused.
+    // With options.quantization kFp8 or kInt8, a checkpoint that is already quantized is refused.
     static Result<std::unique_ptr<Checkpoint>> open(const std::string& dir, const CheckpointOptions& options = {});
     ~Checkpoint();
 
@@ -48,7 +49,7 @@ private:
     ModelConfig config_;
     ModelWeights weights_;
     std::vector<std::unique_ptr<SafetensorsFile>> files_;  // own the maps weights_ views
-    std::unique_ptr<Fp8Quantization> quantized_;            // owns the FP8 views of --quantization fp8
+    std::unique_ptr<OnLoadQuantization> quantized_;         // owns the views of --quantization fp8|int8
 };
 
 }  // namespace hichat::model

@@ -7,7 +7,7 @@ namespace hichat::model {
 void dequantize_fp8_to_bf16(const WeightTensor& t, uint16_t* out) {
     CHECK(t.dtype == DType::kF8E4M3 && t.shape.size() == 2) << dtype_name(t.dtype);
     const int64_t n = t.rows(), k = t.cols();
-    const Fp8Scales& s = t.scales;
+    const QuantScales& s = t.scales;
     CHECK(s.block_rows > 0 && s.block_cols > 0) << s.block_rows << "x" << s.block_cols;
     const int64_t grid_cols = (k + s.block_cols - 1) / s.block_cols;
     float table[256];

@@ -271,9 +271,10 @@ std::string QuantConfig::describe() const {
     if (!quantized()) return "not quantized";
     const char* method_name = method == QuantMethod::kCompressedTensors ? "compressed-tensors"
                               : method == QuantMethod::kHfFp8           ? "fp8"
-                              : method == QuantMethod::kOnLoad          ? "--quantization fp8 (on load):"
+                              : method == QuantMethod::kOnLoad          ? "--quantization (on load):"
                                                                         : "modelopt";
-    std::string s = std::string(method_name) + " FP8, " + scale_kind_name(weight_scale) + " weight scales";
+    const char* format = weight_dtype == DType::kI8 ? " int8, " : " FP8, ";
+    std::string s = std::string(method_name) + format + scale_kind_name(weight_scale) + " weight scales";
     if (weight_scale == WeightScaleKind::kBlock) {
         s += " [" + std::to_string(block_rows) + ", " + std::to_string(block_cols) + "]";
     }

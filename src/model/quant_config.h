@@ -9,9 +9,12 @@
 #include <string_view>
 #include <vector>
 
+#include "base/dtype.h"
+
 namespace hichat::model {
 
-enum class QuantMethod { kNone, kCompressedTensors, kHfFp8, kModelOpt, kOnLoad };   // kOnLoad: --quantization fp8
+// kOnLoad: --quantization fp8 or int8, applied by Checkpoint::open.
+enum class QuantMethod { kNone, kCompressedTensors, kHfFp8, kModelOpt, kOnLoad };
 
 // How the weight scales cover a [N, K] weight: one scale, one per output row, or one per block.
 enum class WeightScaleKind { kTensor, kChannel, kBlock };
@@ -26,6 +29,7 @@ enum class ActivationQuant {
 
 struct QuantConfig {
     QuantMethod method = QuantMethod::kNone;
+    DType weight_dtype = DType::kF8E4M3;    // the quantized weights' codes: F8_E4M3, or I8 (--quantization int8)
     WeightScaleKind weight_scale = WeightScaleKind::kTensor;
     int block_rows = 0, block_cols = 0;     // kBlock: the [N, K] extent of one scale (128 x 128)
     ActivationQuant activations = ActivationQuant::kNone;

@@ -9,10 +9,10 @@
 
 namespace hichat::model {
 
-// The dequantization scales of an FP8 weight [N, K]: element [n, k] means
+// The dequantization scales of an FP8 or int8 weight [N, K]: element [n, k] means
 // q[n, k] * scale[(n / block_rows) * grid_cols + k / block_cols], grid_cols = ceil(K / block_cols).
 // One scale: block [N, K]; per channel: [1, K]; block-scaled checkpoints: [128, 128].
-struct Fp8Scales {
+struct QuantScales {
     const void* data = nullptr;   // F32, BF16 or F16, into a file map
     DType dtype = DType::kF32;
     int64_t block_rows = 0, block_cols = 0;
@@ -23,7 +23,7 @@ struct WeightTensor {
     const void* data = nullptr;   // nullptr: absent (e.g. no bias); into a file map, maybe unaligned
     DType dtype = DType::kF32;
     std::vector<int64_t> shape;   // row-major; a linear layer is [out_features, in_features]
-    Fp8Scales scales;             // kF8E4M3 only
+    QuantScales scales;             // kF8E4M3 and kI8 only
 
     bool present() const { return data != nullptr; }
     int64_t rows() const { return shape.empty() ? 0 : shape[0]; }

@@ -192,7 +192,7 @@ protected:
 
 TEST_P(Fp8OnLoadTest, WeightsAreTheChannelDynamicCheckpoints) {
     EXPECT_EQ(on_load_->config().quant.describe(),
-              "--quantization fp8 (on load): FP8, per-channel weight scales, dynamic per-token activations");
+              "--quantization (on load): FP8, per-channel weight scales, dynamic per-token activations");
     const auto& a = on_load_->weights().layers;
     const auto& b = written_->weights().layers;
     ASSERT_EQ(a.size(), b.size());
@@ -244,7 +244,7 @@ TEST(Fp8OnLoad, AQuantizedCheckpointOrAnUnknownValueIsRefused) {
     EXPECT_NE(ckpt.status().message().find(dir.path() + "/config.json"), std::string::npos);
     auto bad = model::parse_load_quantization("int4");
     ASSERT_FALSE(bad.ok());
-    EXPECT_EQ(bad.status().message(), "--quantization must be none or fp8, not 'int4'");
+    EXPECT_EQ(bad.status().message(), "--quantization must be none, fp8 or int8, not 'int4'");
     EXPECT_EQ(*model::parse_load_quantization("fp8"), model::LoadQuantization::kFp8);
     EXPECT_EQ(*model::parse_load_quantization("none"), model::LoadQuantization::kNone);
 }

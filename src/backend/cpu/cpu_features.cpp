@@ -20,6 +20,15 @@ SimdLevel detect() {
     return SimdLevel::kPortable;
 }
 
+bool detect_avx512_vnni() {
+#if defined(__x86_64__) && defined(HICHAT_CPU_X86_KERNELS)
+    __builtin_cpu_init();
+    return detect() >= SimdLevel::kAvx512 && __builtin_cpu_supports("avx512vnni");
+#else
+    return false;
+#endif
+}
+
 std::atomic<int>& forced_level() {
     static std::atomic<int> level{-1};  // -1: not forced
     return level;
@@ -40,6 +49,11 @@ std::string_view simd_level_name(SimdLevel level) {
 SimdLevel detected_simd_level() {
     static const SimdLevel level = detect();
     return level;
+}
+
+bool cpu_has_avx512_vnni() {
+    static const bool vnni = detect_avx512_vnni();
+    return vnni;
 }
 
 SimdLevel active_simd_level() {

@@ -14,6 +14,10 @@ std::string_view simd_level_name(SimdLevel level);
 // VL, DQ; AVX-512 BF16 also AVX512_BF16, for vdpbf16ps). Computed once.
 SimdLevel detected_simd_level();
 
+// Whether this CPU and build have AVX512_VNNI (vpdpbusd) beside the AVX-512 level: the int8
+// kernels' fast path. Computed once.
+bool cpu_has_avx512_vnni();
+
 // The level the ops use now: detected_simd_level() unless forced lower.
 SimdLevel active_simd_level();
 

@@ -6,20 +6,28 @@ const KernelTable& kernels_for(SimdLevel level) {
     static const KernelTable kPortable{SimdLevel::kPortable,  1, 1,
                                        portable::gemv,        portable::gemm,
                                        portable::dot_rows,    portable::sum_rows_weighted,
+                                       portable::linear_i8,   "portable",
                                        portable::softmax,     portable::silu_mul};
 #if defined(HICHAT_CPU_X86_KERNELS)
     static const KernelTable kAvx2{SimdLevel::kAvx2, 16, 8,
                                    avx2::gemv,       avx2::gemm,
                                    avx2::dot_rows,   avx2::sum_rows_weighted,
+                                   avx2::linear_i8,  "avx2",
                                    avx2::softmax,     avx2::silu_mul};
+    // int8 weights at the AVX-512 levels: vpdpbusd where the CPU has AVX512_VNNI, else the AVX2 kernel.
+    const bool vnni = cpu_has_avx512_vnni();
+    const auto linear_i8_512 = vnni ? avx512_vnni::linear_i8 : avx2::linear_i8;
+    const char* linear_i8_512_path = vnni ? "avx512_vnni" : "avx2";
     static const KernelTable kAvx512{SimdLevel::kAvx512, 32, 16,
                                      avx512::gemv,       avx512::gemm,
                                      avx512::dot_rows,   avx512::sum_rows_weighted,
+                                     linear_i8_512,      linear_i8_512_path,
                                      avx512::softmax,     avx512::silu_mul};
     // AVX-512 BF16: vdpbf16ps for bf16 weights (the AVX-512 kernels for other dtypes), AVX-512 elsewhere.
     static const KernelTable kAvx512Bf16{SimdLevel::kAvx512Bf16, 32, 16,
                                          avx512_bf16::gemv,       avx512_bf16::gemm,
                                          avx512::dot_rows,        avx512::sum_rows_weighted,
+                                         linear_i8_512,           linear_i8_512_path,
                                          avx512::softmax,         avx512::silu_mul};
     switch (level) {
         case SimdLevel::kAvx512Bf16: return kAvx512Bf16;

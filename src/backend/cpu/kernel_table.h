@@ -17,7 +17,24 @@ struct LinearProblem {
     DType w_dtype = DType::kF32;
     float* y = nullptr;        // [m, n]
     int64_t m = 0, n = 0, k = 0;
+    const float* w_scale = nullptr;  // kI8 weights: row n means w[n, :] * w_scale[n]
 };
+
+// x quantized for int8 weights (linear_i8), per row i: scale[i] = amax(x[i, :]) / 127 and codes
+// q[i, c] = rint(x[i, c] * 127 / amax) in [-127, 127] (a zero row: scale 0, codes 0), stored as the
+// bytes q + 128 (vpdpbusd's unsigned operand), rows `stride` bytes apart: k rounded up to 64, the
+// padding 128 (code 0). 64-byte aligned.
+struct Int8Rows {
+    const uint8_t* codes = nullptr;
+    const float* scales = nullptr;
+    int64_t stride = 0;
+};
+inline int64_t int8_rows_stride(int64_t k) { return (k + 63) / 64 * 64; }
+// Quantizes row x[0:k) as above into codes[0:stride) and *scale.
+void quantize_row_int8(const float* x, int64_t k, uint8_t* codes, float* scale);
+
+// The largest k linear_i8 takes: its int32 sums hold 2 * 127 * 128 * k.
+inline constexpr int64_t kInt8MaxK = int64_t{1} << 16;
 
 inline constexpr int kGemmMaxPanelCols = 32;    // widest packed weight panel of any level
 inline constexpr int kGemmPanelDepth = 192;     // k per packed panel (panel = depth x cols floats)
@@ -60,6 +77,13 @@ struct KernelTable {
     // out[0:dim] += sum_j weights[j] * rows[j, 0:dim].
     void (*sum_rows_weighted)(const float* weights, const float* rows, int64_t row_stride, int64_t num_rows,
                               int64_t dim, float* out);
+    // int8 weights (p.w_dtype kI8, p.w_scale), x quantized (Int8Rows) for any m:
+    //   y[i, j] = (x.scales[i] * p.w_scale[j]) * float(sum_c q[i, c] * w[j, c])   for n_begin <= j < n_end,
+    // the integer sum exact (the same value, so the same y, on every path). Thread-safe for disjoint
+    // column ranges; needs no scratch.
+    void (*linear_i8)(const LinearProblem& p, const Int8Rows& x, int64_t n_begin, int64_t n_end);
+    const char* linear_i8_path;  // "avx512_vnni", "avx2" or "portable"
+
     // x[j] = exp(scale * x[j] - max) / sum_i exp(scale * x[i] - max)   for j < n (n >= 1).
     void (*softmax)(float* x, int64_t n, float scale);
     // out[j] = silu(gate[j]) * up[j] = gate[j] / (1 + exp(-gate[j])) * up[j]   for j < n; out may alias gate.
@@ -73,6 +97,7 @@ inline const KernelTable& active_kernels() { return kernels_for(active_simd_leve
 // the KernelTable members. Call them only through kernels_for() (their instructions may be missing).
 namespace portable {
     float dot(const float* a, const float* b, int64_t n);  // shared by the portable kernels
+    void linear_i8(const LinearProblem& p, const Int8Rows& x, int64_t n_begin, int64_t n_end);
     void gemv(const LinearProblem& p, int64_t n_begin, int64_t n_end, const void* next_rows, float* scratch);
     void gemm(const LinearProblem& p, int64_t n_begin, int64_t n_end, float* scratch);
     void dot_rows(const float* q, const float* rows, int64_t row_stride, int64_t num_rows, int64_t dim,
@@ -84,6 +109,7 @@ namespace portable {
 }  // namespace portable
 #if defined(HICHAT_CPU_X86_KERNELS)
 namespace avx2 {
+    void linear_i8(const LinearProblem& p, const Int8Rows& x, int64_t n_begin, int64_t n_end);
     void gemv(const LinearProblem& p, int64_t n_begin, int64_t n_end, const void* next_rows, float* scratch);
     void gemm(const LinearProblem& p, int64_t n_begin, int64_t n_end, float* scratch);
     void dot_rows(const float* q, const float* rows, int64_t row_stride, int64_t num_rows, int64_t dim,
@@ -103,6 +129,9 @@ namespace avx512 {
     void softmax(float* x, int64_t n, float scale);
     void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 }  // namespace avx512
+namespace avx512_vnni {  // needs AVX512_VNNI besides the AVX-512 level (cpu_has_avx512_vnni())
+    void linear_i8(const LinearProblem& p, const Int8Rows& x, int64_t n_begin, int64_t n_end);
+}  // namespace avx512_vnni
 namespace avx512_bf16 {  // bf16 weights; other dtypes go to avx512::gemv / gemm
     void gemv(const LinearProblem& p, int64_t n_begin, int64_t n_end, const void* next_rows, float* scratch);
     void gemm(const LinearProblem& p, int64_t n_begin, int64_t n_end, float* scratch);

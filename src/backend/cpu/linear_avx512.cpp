@@ -53,7 +53,8 @@ void with_loader(DType dtype, Fn&& fn) {
         case DType::kBF16: return fn(Bf16Loader{});
         case DType::kF16: return fn(F16Loader{});
         case DType::kF32: return fn(F32Loader{});
-        case DType::kF8E4M3: break;  // refused by cpu::linear
+        case DType::kF8E4M3:  // refused by cpu::linear
+        case DType::kI8: break;   // linear_i8
     }
 }
 

@@ -26,6 +26,7 @@ void convert_weights(const LinearProblem& p, int64_t idx, int count, float* out)
             return;
         }
         case DType::kF8E4M3:  // refused by cpu::linear
+        case DType::kI8:      // linear_i8
             return;
     }
 }

@@ -30,6 +30,8 @@ void with_weight_reader(const void* data, DType dtype, Fn&& fn) {
         case DType::kBF16: return fn(Bf16Reader{static_cast<const uint16_t*>(data)});
         case DType::kF16: return fn(F16Reader{static_cast<const uint16_t*>(data)});
         case DType::kF8E4M3: CHECK(false) << "FP8 weights reach the CPU kernels dequantized (model/fp8_dequant.h)";
+            return;
+        case DType::kI8: CHECK(false) << "int8 weights are linear layers' only (linear_i8)";
     }
 }
 

@@ -1,4 +1,4 @@
-#include "model/fp8_quantize.h"
+#include "model/on_load_quantization.h"
 
 #include <algorithm>
 #include <atomic>
@@ -11,10 +11,11 @@
 namespace hichat::model {
 
 namespace {
-constexpr float kFp8Max = 448.0f;
-}  // namespace
 
-void quantize_rows_fp8(const WeightTensor& t, uint8_t* q, float* scale) {
+// Quantizes each row of `t` with scale = amax / max_code (a zero row: codes 0, scale 1) and writes
+// code(w / scale) for each element.
+template <class Code, class Encode>
+void quantize_rows(const WeightTensor& t, float max_code, Code* q, float* scale, Encode encode) {
     CHECK(t.shape.size() == 2 && (t.dtype == DType::kBF16 || t.dtype == DType::kF16 || t.dtype == DType::kF32))
         << dtype_name(t.dtype);
     const int64_t n = t.rows(), k = t.cols();
@@ -25,13 +26,24 @@ void quantize_rows_fp8(const WeightTensor& t, uint8_t* q, float* scale) {
             row[c] = load_as_f32(t.data, t.dtype, r * k + c);
             amax = std::max(amax, std::fabs(row[c]));
         }
-        const float s = amax > 0.0f ? amax / kFp8Max : 1.0f;   // a zero row: codes 0, any scale
+        const float s = amax > 0.0f ? amax / max_code : 1.0f;
         scale[r] = s;
-        for (int64_t c = 0; c < k; ++c) q[r * k + c] = f32_to_fp8_e4m3(std::clamp(row[c] / s, -kFp8Max, kFp8Max));
+        for (int64_t c = 0; c < k; ++c) q[r * k + c] = encode(std::clamp(row[c] / s, -max_code, max_code));
     }
 }
 
-Fp8Quantization::Fp8Quantization(ModelWeights& weights, int threads) {
+}  // namespace
+
+void quantize_rows_fp8(const WeightTensor& t, uint8_t* q, float* scale) {
+    quantize_rows(t, kFp8E4M3Max, q, scale, [](float v) { return f32_to_fp8_e4m3(v); });
+}
+
+void quantize_rows_int8(const WeightTensor& t, int8_t* q, float* scale) {
+    quantize_rows(t, 127.0f, q, scale, [](float v) { return static_cast<int8_t>(std::lround(v)); });
+}
+
+OnLoadQuantization::OnLoadQuantization(ModelWeights& weights, DType codes, int threads) {
+    CHECK(codes == DType::kF8E4M3 || codes == DType::kI8) << dtype_name(codes);
     std::vector<WeightTensor*> linears;
     for (LayerWeights& l : weights.layers) {
         for (WeightTensor* t : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj}) {
@@ -44,9 +56,16 @@ Fp8Quantization::Fp8Quantization(ModelWeights& weights, int threads) {
         codes_[i] = std::make_unique<uint8_t[]>(static_cast<size_t>(linears[i]->num_elements()));
         scales_[i] = std::make_unique<float[]>(static_cast<size_t>(linears[i]->rows()));
     }
+    auto quantize = [&](size_t i) {
+        if (codes == DType::kI8) {
+            quantize_rows_int8(*linears[i], reinterpret_cast<int8_t*>(codes_[i].get()), scales_[i].get());
+        } else {
+            quantize_rows_fp8(*linears[i], codes_[i].get(), scales_[i].get());
+        }
+    };
     std::atomic<size_t> next{0};
     auto work = [&] {
-        for (size_t i = next++; i < linears.size(); i = next++) quantize_rows_fp8(*linears[i], codes_[i].get(), scales_[i].get());
+        for (size_t i = next++; i < linears.size(); i = next++) quantize(i);
     };
     std::vector<std::thread> pool;
     for (int i = 1; i < std::max(threads, 1); ++i) pool.emplace_back(work);
@@ -54,14 +73,15 @@ Fp8Quantization::Fp8Quantization(ModelWeights& weights, int threads) {
     for (std::thread& th : pool) th.join();
     for (size_t i = 0; i < linears.size(); ++i) {
         WeightTensor& t = *linears[i];
-        Fp8Scales s{.data = scales_[i].get(), .dtype = DType::kF32, .block_rows = 1, .block_cols = t.cols()};
-        t = WeightTensor{codes_[i].get(), DType::kF8E4M3, t.shape, s};
+        QuantScales s{.data = scales_[i].get(), .dtype = DType::kF32, .block_rows = 1, .block_cols = t.cols()};
+        t = WeightTensor{codes_[i].get(), codes, t.shape, s};
     }
 }
 
-QuantConfig Fp8Quantization::config() {
+QuantConfig OnLoadQuantization::config(DType codes) {
     QuantConfig q;
     q.method = QuantMethod::kOnLoad;
+    q.weight_dtype = codes;
     q.weight_scale = WeightScaleKind::kChannel;
     q.activations = ActivationQuant::kDynamicToken;
     return q;

@@ -1,0 +1,45 @@
+// Quantization of a bf16 / f16 / f32 checkpoint on load (`--quantization fp8|int8`): each linear
+// weight [N, K] becomes 8-bit codes with one fp32 scale per output row, and the activations are
+// quantized per token at run time (what compressed-tensors' FP8_DYNAMIC and W8A8 schemes and vLLM's
+// `--quantization fp8` do). Embeddings, norms and the lm_head stay as they are.
+//   fp8:  scale = amax(row) / 448, code = e4m3(w / scale) rounded to nearest even (nothing saturates).
+//   int8: scale = amax(row) / 127, code = round(w / scale) (half away from zero), in [-127, 127]:
+//         symmetric, so the codes mean q * scale exactly as an int8 W8A8 checkpoint's do.
+// Per channel rather than per block of 32: one scale per row costs the int8 kernels nothing per
+// block (their integer sums run the whole row), and on the golden families it moved the logits by
+// about as much as the activations' per-token rounding does (tests/executor/int8_golden_test.cpp).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "model/quant_config.h"
+#include "model/weights.h"
+
+namespace hichat::model {
+
+// Writes the [N, K] weight `t` (kBF16, kF16 or kF32) as N * K codes into `q` and N scales into `scale`.
+void quantize_rows_fp8(const WeightTensor& t, uint8_t* q, float* scale);
+void quantize_rows_int8(const WeightTensor& t, int8_t* q, float* scale);
+
+// Owns the codes and scales of every linear weight of a ModelWeights quantized as above to `codes`
+// (kF8E4M3 or kI8), in place: the views of `weights` are replaced by views into this owner, which
+// must outlive them.
+class OnLoadQuantization {
+public:
+    // Quantizes with up to `threads` threads (one tensor each at a time).
+    OnLoadQuantization(ModelWeights& weights, DType codes, int threads);
+    OnLoadQuantization(const OnLoadQuantization&) = delete;
+    OnLoadQuantization& operator=(const OnLoadQuantization&) = delete;
+
+    int64_t num_quantized() const { return static_cast<int64_t>(codes_.size()); }
+    // The QuantConfig that describes the result (per-channel weights, dynamic per-token activations).
+    static QuantConfig config(DType codes);
+
+private:
+    std::vector<std::unique_ptr<uint8_t[]>> codes_;
+    std::vector<std::unique_ptr<float[]>> scales_;
+};
+
+}  // namespace hichat::model
