@@ -60,6 +60,16 @@ struct KernelTable {
     // out[0:dim] += sum_j weights[j] * rows[j, 0:dim].
     void (*sum_rows_weighted)(const float* weights, const float* rows, int64_t row_stride, int64_t num_rows,
                               int64_t dim, float* out);
+    // The same two products over rows stored as bf16 / f16 (bit patterns): each element is widened to
+    // fp32 in registers (bf16: a 16-bit shift; f16: F16C / AVX-512 conversion) and accumulated in fp32.
+    void (*dot_rows_bf16)(const float* q, const uint16_t* rows, int64_t row_stride, int64_t num_rows, int64_t dim,
+                          float* out);
+    void (*dot_rows_f16)(const float* q, const uint16_t* rows, int64_t row_stride, int64_t num_rows, int64_t dim,
+                         float* out);
+    void (*sum_rows_weighted_bf16)(const float* weights, const uint16_t* rows, int64_t row_stride, int64_t num_rows,
+                                   int64_t dim, float* out);
+    void (*sum_rows_weighted_f16)(const float* weights, const uint16_t* rows, int64_t row_stride, int64_t num_rows,
+                                  int64_t dim, float* out);
     // x[j] = exp(scale * x[j] - max) / sum_i exp(scale * x[i] - max)   for j < n (n >= 1).
     void (*softmax)(float* x, int64_t n, float scale);
     // out[j] = silu(gate[j]) * up[j] = gate[j] / (1 + exp(-gate[j])) * up[j]   for j < n; out may alias gate.
@@ -79,6 +89,14 @@ namespace portable {
                   float* out);
     void sum_rows_weighted(const float* weights, const float* rows, int64_t row_stride, int64_t num_rows,
                            int64_t dim, float* out);
+    void dot_rows_bf16(const float* q, const uint16_t* rows, int64_t row_stride, int64_t num_rows, int64_t dim,
+                       float* out);
+    void dot_rows_f16(const float* q, const uint16_t* rows, int64_t row_stride, int64_t num_rows, int64_t dim,
+                      float* out);
+    void sum_rows_weighted_bf16(const float* weights, const uint16_t* rows, int64_t row_stride, int64_t num_rows,
+                                int64_t dim, float* out);
+    void sum_rows_weighted_f16(const float* weights, const uint16_t* rows, int64_t row_stride, int64_t num_rows,
+                               int64_t dim, float* out);
     void softmax(float* x, int64_t n, float scale);
     void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 }  // namespace portable
@@ -90,6 +108,14 @@ namespace avx2 {
                   float* out);
     void sum_rows_weighted(const float* weights, const float* rows, int64_t row_stride, int64_t num_rows,
                            int64_t dim, float* out);
+    void dot_rows_bf16(const float* q, const uint16_t* rows, int64_t row_stride, int64_t num_rows, int64_t dim,
+                       float* out);
+    void dot_rows_f16(const float* q, const uint16_t* rows, int64_t row_stride, int64_t num_rows, int64_t dim,
+                      float* out);
+    void sum_rows_weighted_bf16(const float* weights, const uint16_t* rows, int64_t row_stride, int64_t num_rows,
+                                int64_t dim, float* out);
+    void sum_rows_weighted_f16(const float* weights, const uint16_t* rows, int64_t row_stride, int64_t num_rows,
+                               int64_t dim, float* out);
     void softmax(float* x, int64_t n, float scale);
     void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 }  // namespace avx2
@@ -100,6 +126,14 @@ namespace avx512 {
                   float* out);
     void sum_rows_weighted(const float* weights, const float* rows, int64_t row_stride, int64_t num_rows,
                            int64_t dim, float* out);
+    void dot_rows_bf16(const float* q, const uint16_t* rows, int64_t row_stride, int64_t num_rows, int64_t dim,
+                       float* out);
+    void dot_rows_f16(const float* q, const uint16_t* rows, int64_t row_stride, int64_t num_rows, int64_t dim,
+                      float* out);
+    void sum_rows_weighted_bf16(const float* weights, const uint16_t* rows, int64_t row_stride, int64_t num_rows,
+                                int64_t dim, float* out);
+    void sum_rows_weighted_f16(const float* weights, const uint16_t* rows, int64_t row_stride, int64_t num_rows,
+                               int64_t dim, float* out);
     void softmax(float* x, int64_t n, float scale);
     void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 }  // namespace avx512
