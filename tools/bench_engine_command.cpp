@@ -70,9 +70,9 @@ constexpr FlagSpec kFlags[] = {
      .help = "where the model runs; auto: CUDA when a device is present"},
     {.name = "quantization", .value_name = "none|fp8|int8", .default_value = "none",
      .help = "fp8 / int8: quantize a bf16 checkpoint's linear weights on load (per-channel scales; int8: CPU only)"},
-    {.name = "kv-cache-dtype", .value_name = "auto|bf16|fp8", .default_value = "auto",
-     .help = "CUDA KV cache: fp8 stores E4M3 with the checkpoint's k/v scales (1.0 where it has none): "
-             "twice the tokens; auto: bf16"},
+    {.name = "kv-cache-dtype", .value_name = "auto|bf16|f16|fp32|fp8", .default_value = "auto",
+     .help = "KV cache element type. CUDA: bf16 (auto) or fp8 (E4M3 with the checkpoint's k/v scales, 1.0 "
+             "where it has none: twice the tokens); CPU: fp32 (auto), bf16 or f16 (half the memory: twice the tokens)"},
     {.name = "no-overlap", .kind = FlagKind::kBool,
      .help = "collect each decode step's ids before submitting the next (default: pipelined)"},
 };
@@ -194,7 +194,9 @@ nlohmann::json measure(executor::ModelRunner& runner, const BenchOptions& opts, 
         {"engine", on_cuda ? "hichat-cuda" : "hichat-cpu"},
         {"model", opts.model_dir},
         {"weights", runner.model_config().quant.quantized() ? runner.model_config().quant.describe() : "as stored"},
-        {"kv_cache", !on_cuda ? "fp32" : opts.kv_cache_dtype == executor::KvCacheDtype::kFp8 ? "fp8" : "bf16"},
+        {"kv_cache", opts.kv_cache_dtype != executor::KvCacheDtype::kAuto ? executor::kv_cache_dtype_name(opts.kv_cache_dtype)
+                     : on_cuda                                             ? "bf16"
+                                                                           : "fp32"},
         {"threads", opts.num_threads > 0 ? opts.num_threads : static_cast<int>(std::thread::hardware_concurrency())},
         {"batch", opts.batch},
         {"prompt_len", opts.input_len},

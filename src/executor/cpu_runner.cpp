@@ -28,14 +28,15 @@ CpuRunner::CpuRunner(const model::Checkpoint& checkpoint, const CpuRunnerConfig&
       weights_(dequantized_.weights()),
       inv_freq_(model::rope_inv_freq(cfg_)),
       pool_(resolve_threads(config.num_threads)),
-      kv_(cfg_.num_layers, cfg_.num_kv_heads, cfg_.head_dim, config.num_kv_blocks, config.kv_block_size_tokens),
+      kv_(cfg_.num_layers, cfg_.num_kv_heads, cfg_.head_dim, config.num_kv_blocks, config.kv_block_size_tokens,
+          config.kv_dtype),
       num_host_blocks_(config.num_host_kv_blocks),
-      host_kv_(static_cast<size_t>(std::max(num_host_blocks_, 0) * kv_.block_floats())) {}
+      host_kv_(static_cast<size_t>(std::max(num_host_blocks_, 0) * kv_.block_bytes())) {}
 
 void CpuRunner::copy_kv_blocks(std::span<const kv::BlockCopy> copies) {
     for (const kv::BlockCopy& c : copies) {
         CHECK(c.host_slot >= 0 && c.host_slot < num_host_blocks_) << "host slot " << c.host_slot;
-        float* host = host_kv_.data() + static_cast<int64_t>(c.host_slot) * kv_.block_floats();
+        std::byte* host = host_kv_.data() + static_cast<int64_t>(c.host_slot) * kv_.block_bytes();
         if (c.direction == kv::BlockCopy::Direction::kToHost) {
             kv_.save_block(c.device_block, host);
         } else {
@@ -118,22 +119,21 @@ void CpuRunner::run_layer(int layer, const ForwardBatch& batch) {
     cpu::add_inplace(ws_.x.data(), ws_.h.data(), t * hidden);
 }
 
-// Writes the new K/V rows into each sequence's blocks, then attends over its whole prefix.
+// Writes the new K/V rows into each sequence's blocks (rounded to the pool's dtype), then attends over
+// its whole prefix.
 void CpuRunner::attention(int layer, const ForwardBatch& batch) {
     const int64_t q_width = static_cast<int64_t>(cfg_.num_heads) * cfg_.head_dim;
-    const int64_t kv_width = kv_.row_floats();
-    const size_t row_bytes = sizeof(float) * static_cast<size_t>(kv_width);
+    const int64_t kv_width = kv_.row_elements();
     const float scale = 1.0f / std::sqrt(static_cast<float>(cfg_.head_dim));
     int64_t row = 0;
     for (const auto& s : batch.seqs) {
         const auto n = static_cast<int64_t>(s.tokens.size());
         for (int64_t i = 0; i < n; ++i) {
-            const int pos = s.pos0 + static_cast<int>(i);
-            std::memcpy(kv_.key_row(layer, s.block_table, pos), ws_.k.data() + (row + i) * kv_width, row_bytes);
-            std::memcpy(kv_.value_row(layer, s.block_table, pos), ws_.v.data() + (row + i) * kv_width, row_bytes);
+            kv_.write(layer, s.block_table, s.pos0 + static_cast<int>(i), ws_.k.data() + (row + i) * kv_width,
+                      ws_.v.data() + (row + i) * kv_width);
         }
         cpu::paged_attention(ws_.q.data() + row * q_width, q_width, n, s.pos0, kv_.keys(layer), kv_.values(layer),
-                             kv_width, s.block_table.data(), kv_.block_size_tokens(), cfg_.num_heads,
+                             kv_.dtype(), kv_width, s.block_table.data(), kv_.block_size_tokens(), cfg_.num_heads,
                              cfg_.num_kv_heads, cfg_.head_dim, scale, ws_.attn.data() + row * q_width, pool_);
         row += n;
     }

@@ -18,6 +18,7 @@ struct CpuRunnerConfig {
     int num_threads = 0;           // 0: every hardware thread
     int num_kv_blocks = 64;        // KV pool size; see CpuKvPool::bytes_per_token for the memory
     int kv_block_size_tokens = 16;
+    DType kv_dtype = kCpuKvAutoDtype;  // the KV pool's elements: kBF16, kF16 or kF32
     int num_host_kv_blocks = 0;    // a host tier: a second store that blocks are copied to and from
                                    // (the device pool is host memory already: for tests of the tier)
 };
@@ -57,7 +58,7 @@ private:
     ThreadPool pool_;
     CpuKvPool kv_;
     int num_host_blocks_;
-    std::vector<float> host_kv_;  // [num_host_blocks_][kv_.block_floats()]
+    std::vector<std::byte> host_kv_;  // [num_host_blocks_][kv_.block_bytes()]
     Workspace ws_;
 };
 

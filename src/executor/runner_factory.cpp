@@ -31,9 +31,9 @@ CudaStepShape step_shape(const RunnerOptions& o) {
 
 // An explicit --kv-cache-mb is taken as asked; the default is a quarter of the RAM, at most
 // max_num_seqs full contexts.
-int cpu_kv_blocks(const model::ModelConfig& cfg, const RunnerOptions& o, int context) {
+int cpu_kv_blocks(const model::ModelConfig& cfg, const RunnerOptions& o, DType kv_dtype, int context) {
     const int64_t per_block =
-        CpuKvPool::bytes_per_token(cfg.num_layers, cfg.num_kv_heads, cfg.head_dim) * o.kv_block_size_tokens;
+        CpuKvPool::bytes_per_token(cfg.num_layers, cfg.num_kv_heads, cfg.head_dim, kv_dtype) * o.kv_block_size_tokens;
     if (o.num_kv_blocks > 0) return o.num_kv_blocks;
     if (o.cpu_kv_cache_bytes > 0) return static_cast<int>(std::max<int64_t>(1, o.cpu_kv_cache_bytes / per_block));
     struct sysinfo si {};
@@ -46,11 +46,11 @@ int cpu_kv_blocks(const model::ModelConfig& cfg, const RunnerOptions& o, int con
                                        .block_size_tokens = o.kv_block_size_tokens}));
 }
 
-int cpu_host_kv_blocks(const model::ModelConfig& cfg, const RunnerOptions& o) {
+int cpu_host_kv_blocks(const model::ModelConfig& cfg, const RunnerOptions& o, DType kv_dtype) {
     if (o.num_host_kv_blocks > 0) return o.num_host_kv_blocks;
     if (o.host_kv_cache_bytes <= 0) return 0;
     const int64_t per_block =
-        CpuKvPool::bytes_per_token(cfg.num_layers, cfg.num_kv_heads, cfg.head_dim) * o.kv_block_size_tokens;
+        CpuKvPool::bytes_per_token(cfg.num_layers, cfg.num_kv_heads, cfg.head_dim, kv_dtype) * o.kv_block_size_tokens;
     return static_cast<int>(std::min<int64_t>(o.host_kv_cache_bytes / per_block, INT32_MAX));
 }
 
@@ -114,8 +114,33 @@ Result<DeviceKind> parse_device_kind(const std::string& text) {
 Result<KvCacheDtype> parse_kv_cache_dtype(const std::string& text) {
     if (text == "auto") return KvCacheDtype::kAuto;
     if (text == "bf16") return KvCacheDtype::kBf16;
+    if (text == "f16") return KvCacheDtype::kF16;
+    if (text == "fp32" || text == "f32") return KvCacheDtype::kF32;
     if (text == "fp8") return KvCacheDtype::kFp8;
-    return invalid_argument("--kv-cache-dtype must be auto, bf16 or fp8, got '" + text + "'");
+    return invalid_argument("--kv-cache-dtype must be auto, bf16, f16, fp32 or fp8, got '" + text + "'");
+}
+
+const char* kv_cache_dtype_name(KvCacheDtype dtype) {
+    switch (dtype) {
+        case KvCacheDtype::kAuto: return "auto";
+        case KvCacheDtype::kBf16: return "bf16";
+        case KvCacheDtype::kF16: return "f16";
+        case KvCacheDtype::kF32: return "fp32";
+        case KvCacheDtype::kFp8: return "fp8";
+    }
+    return "?";
+}
+
+Result<DType> cpu_kv_dtype(KvCacheDtype dtype) {
+    switch (dtype) {
+        case KvCacheDtype::kAuto: return kCpuKvAutoDtype;
+        case KvCacheDtype::kBf16: return DType::kBF16;
+        case KvCacheDtype::kF16: return DType::kF16;
+        case KvCacheDtype::kF32: return DType::kF32;
+        case KvCacheDtype::kFp8: break;
+    }
+    return unimplemented("--kv-cache-dtype fp8: the CPU runner keeps its KV cache in bf16, f16 or fp32; fp8 is the "
+                         "CUDA backend's (use auto, bf16, f16 or fp32)");
 }
 
 CudaPresence cuda_presence() {
@@ -169,10 +194,18 @@ void append_note(DeviceChoice& choice, const std::string& line) {
 Result<DeviceChoice> choose_device(const model::ModelConfig& cfg, const RunnerOptions& o, CudaPresence presence) {
     Result<DeviceChoice> choice = choose_backend(cfg, o, presence);
     if (!choice.ok()) return choice;
-    if (choice->device == DeviceKind::kCpu && o.kv_cache_dtype != KvCacheDtype::kAuto) {
-        return unimplemented(std::string("--kv-cache-dtype ") + (o.kv_cache_dtype == KvCacheDtype::kFp8 ? "fp8" : "bf16") +
-                             ": the CPU runner" + (o.device == DeviceKind::kCpu ? "" : " (which runs here)") +
-                             " keeps its KV cache in fp32; bf16 and fp8 are the CUDA backend's (use auto)");
+    if (choice->device == DeviceKind::kCpu && o.kv_cache_dtype == KvCacheDtype::kFp8) {
+        return unimplemented(std::string("--kv-cache-dtype fp8: the CPU runner") +
+                             (o.device == DeviceKind::kCpu ? "" : " (which runs here)") +
+                             " keeps its KV cache in bf16, f16 or fp32; fp8 is the CUDA backend's (use auto, bf16, "
+                             "f16 or fp32)");
+    }
+    if (choice->device == DeviceKind::kCuda &&
+        (o.kv_cache_dtype == KvCacheDtype::kF16 || o.kv_cache_dtype == KvCacheDtype::kF32)) {
+        return unimplemented(std::string("--kv-cache-dtype ") + kv_cache_dtype_name(o.kv_cache_dtype) +
+                             ": the CUDA backend" + (o.device == DeviceKind::kCuda ? "" : " (which runs here)") +
+                             " keeps its KV cache in bf16 or fp8 (use auto, bf16 or fp8; f16 and fp32 are the CPU "
+                             "runner's)");
     }
     if (choice->device == DeviceKind::kCuda) append_note(*choice, kv_cache_note(cfg, o));
     if (!cfg.quant.quantized()) return choice;
@@ -193,11 +226,14 @@ Result<std::unique_ptr<ModelRunner>> make_runner(const model::Checkpoint& checkp
     auto choice = choose_device(cfg, o, cuda_presence());
     if (!choice.ok()) return choice.status();
     if (choice->device == DeviceKind::kCuda) return make_cuda_runner(checkpoint, o, context);
+    const Result<DType> kv_dtype = cpu_kv_dtype(o.kv_cache_dtype);
+    if (!kv_dtype.ok()) return kv_dtype.status();
     return std::unique_ptr<ModelRunner>(std::make_unique<CpuRunner>(
         checkpoint, CpuRunnerConfig{.num_threads = o.num_threads,
-                                    .num_kv_blocks = cpu_kv_blocks(cfg, o, context),
+                                    .num_kv_blocks = cpu_kv_blocks(cfg, o, *kv_dtype, context),
                                     .kv_block_size_tokens = o.kv_block_size_tokens,
-                                    .num_host_kv_blocks = cpu_host_kv_blocks(cfg, o)}));
+                                    .kv_dtype = *kv_dtype,
+                                    .num_host_kv_blocks = cpu_host_kv_blocks(cfg, o, *kv_dtype)}));
 }
 
 }  // namespace hichat::executor

@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 
+#include "base/dtype.h"
 #include "base/status.h"
 #include "executor/model_runner.h"
 #include "model/checkpoint.h"
@@ -19,11 +20,19 @@ Result<DeviceKind> parse_device_kind(const std::string& text);
 
 // The KV cache's element type (`--kv-cache-dtype`). auto: bf16 on CUDA (FP8 only when asked for, even
 // where the checkpoint carries FP8 KV scales: the choice is the user's and the log says it), fp32 on
-// the CPU. bf16 and fp8 are CUDA's; the CPU runner refuses them.
-enum class KvCacheDtype { kAuto, kBf16, kFp8 };
+// the CPU (kCpuKvAutoDtype). CUDA takes auto, bf16 and fp8; the CPU runner auto, bf16, f16 and fp32
+// (bf16 / f16: half the memory). Each refuses the others by name (choose_device).
+enum class KvCacheDtype { kAuto, kBf16, kF16, kF32, kFp8 };
 
-// "auto", "bf16", "fp8"; errors name the flag value.
+// "auto", "bf16", "f16", "fp32" (or "f32"), "fp8"; errors name the flag value.
 Result<KvCacheDtype> parse_kv_cache_dtype(const std::string& text);
+
+// The flag's spelling of a value ("auto", "bf16", "f16", "fp32", "fp8"), for messages.
+const char* kv_cache_dtype_name(KvCacheDtype dtype);
+
+// The CPU KV pool's element type for the flag: auto kCpuKvAutoDtype (fp32), bf16 kBF16, f16 kF16,
+// fp32 kF32; fp8 is kUnimplemented, naming the flag.
+Result<DType> cpu_kv_dtype(KvCacheDtype dtype);
 
 struct RunnerOptions {
     DeviceKind device = DeviceKind::kAuto;  // auto: CUDA when a device is present and supports the model, else CPU
@@ -66,8 +75,8 @@ struct DeviceChoice {
 // auto: CUDA when `presence` is kPresent and cuda_unsupported_reason() finds nothing, else the CPU.
 // Errors, for --device cuda only, checked in this order: the model or the step sizes unsupported on
 // CUDA (kUnimplemented, naming the value and what is supported, in every build), no CUDA backend in
-// this build (kUnimplemented), no device (kNotFound). On any device: --kv-cache-dtype bf16 or fp8 where
-// the CPU runs (kUnimplemented).
+// this build (kUnimplemented), no device (kNotFound). On any device: --kv-cache-dtype fp8 where the CPU
+// runs, f16 or fp32 where CUDA runs (kUnimplemented, naming the flag and value).
 Result<DeviceChoice> choose_device(const model::ModelConfig& cfg, const RunnerOptions& options, CudaPresence presence);
 
 // Builds the runner on choose_device(cfg, options, cuda_presence())'s device; its errors, and the CUDA

@@ -152,41 +152,87 @@ TEST(ChooseDevice, CudaWithASupportedShapeNeedsTheBackendAndADevice) {
     EXPECT_EQ(present->device, DeviceKind::kCuda);
 }
 
-// --kv-cache-dtype: bf16 and fp8 are the CUDA runner's; where the CPU runs they are refused by name,
-// and on CUDA the log line says which type the cache has when it is FP8 or could be.
-TEST(KvCacheDtype, ParsesTheThreeValuesAndNamesTheFlagOtherwise) {
+// --kv-cache-dtype: fp8 is the CUDA runner's and f16 / fp32 the CPU runner's; each is refused by name
+// where the other runs, and on CUDA the log line says which type the cache has when it is FP8 or could be.
+TEST(KvCacheDtype, ParsesTheFiveValuesAndNamesTheFlagOtherwise) {
     EXPECT_EQ(*parse_kv_cache_dtype("auto"), KvCacheDtype::kAuto);
     EXPECT_EQ(*parse_kv_cache_dtype("bf16"), KvCacheDtype::kBf16);
+    EXPECT_EQ(*parse_kv_cache_dtype("f16"), KvCacheDtype::kF16);
+    EXPECT_EQ(*parse_kv_cache_dtype("fp32"), KvCacheDtype::kF32);
+    EXPECT_EQ(*parse_kv_cache_dtype("f32"), KvCacheDtype::kF32);
     EXPECT_EQ(*parse_kv_cache_dtype("fp8"), KvCacheDtype::kFp8);
-    for (const char* bad : {"", "fp16", "FP8", "e4m3"}) {
+    for (const char* bad : {"", "fp16", "FP8", "e4m3", "float32"}) {
         auto r = parse_kv_cache_dtype(bad);
         ASSERT_FALSE(r.ok()) << bad;
-        EXPECT_TRUE(contains(r.status().message(), "--kv-cache-dtype must be auto, bf16 or fp8")) << r.status().message();
+        EXPECT_TRUE(contains(r.status().message(), "--kv-cache-dtype must be auto, bf16, f16, fp32 or fp8"))
+            << r.status().message();
     }
 }
 
-TEST(KvCacheDtype, Bf16AndFp8AreRefusedWhereTheCpuRuns) {
-    struct Case {
-        DeviceKind device;
-        CudaPresence presence;
-        int head_dim;
-    };
-    for (const Case c : {Case{DeviceKind::kCpu, CudaPresence::kPresent, 64}, Case{DeviceKind::kAuto, CudaPresence::kNoDevice, 64},
-                         Case{DeviceKind::kAuto, CudaPresence::kPresent, 32}}) {
-        for (KvCacheDtype dtype : {KvCacheDtype::kBf16, KvCacheDtype::kFp8}) {
+TEST(KvCacheDtype, TheCpuPoolTypeOfEachValue) {
+    EXPECT_EQ(*cpu_kv_dtype(KvCacheDtype::kAuto), DType::kF32);   // bf16 KV is over the goldens' bound
+    EXPECT_EQ(*cpu_kv_dtype(KvCacheDtype::kBf16), DType::kBF16);
+    EXPECT_EQ(*cpu_kv_dtype(KvCacheDtype::kF16), DType::kF16);
+    EXPECT_EQ(*cpu_kv_dtype(KvCacheDtype::kF32), DType::kF32);
+    auto fp8 = cpu_kv_dtype(KvCacheDtype::kFp8);
+    ASSERT_FALSE(fp8.ok());
+    EXPECT_TRUE(contains(fp8.status().message(), "--kv-cache-dtype fp8")) << fp8.status().message();
+}
+
+// The three ways the CPU runs: asked for, auto without a device, auto for a shape CUDA lacks.
+struct CpuCase {
+    DeviceKind device;
+    CudaPresence presence;
+    int head_dim;
+};
+constexpr CpuCase kCpuCases[] = {{DeviceKind::kCpu, CudaPresence::kPresent, 64},
+                                 {DeviceKind::kAuto, CudaPresence::kNoDevice, 64},
+                                 {DeviceKind::kAuto, CudaPresence::kPresent, 32}};
+
+TEST(KvCacheDtype, Fp8IsRefusedByNameWhereTheCpuRuns) {
+    for (const CpuCase& c : kCpuCases) {
+        RunnerOptions o = options_for(c.device);
+        o.kv_cache_dtype = KvCacheDtype::kFp8;
+        auto choice = choose_device(config_with_head_dim(c.head_dim), o, c.presence);
+        ASSERT_FALSE(choice.ok());
+        EXPECT_EQ(choice.status().code(), StatusCode::kUnimplemented);
+        EXPECT_TRUE(contains(choice.status().message(), "--kv-cache-dtype fp8: the CPU runner"))
+            << choice.status().message();
+        EXPECT_TRUE(contains(choice.status().message(), "bf16, f16 or fp32")) << choice.status().message();
+    }
+}
+
+TEST(KvCacheDtype, AutoBf16F16AndFp32RunOnTheCpu) {
+    for (const CpuCase& c : kCpuCases) {
+        for (KvCacheDtype dtype : {KvCacheDtype::kAuto, KvCacheDtype::kBf16, KvCacheDtype::kF16, KvCacheDtype::kF32}) {
             RunnerOptions o = options_for(c.device);
             o.kv_cache_dtype = dtype;
             auto choice = choose_device(config_with_head_dim(c.head_dim), o, c.presence);
+            ASSERT_TRUE(choice.ok()) << kv_cache_dtype_name(dtype) << ": " << choice.status().message();
+            EXPECT_EQ(choice->device, DeviceKind::kCpu);
+        }
+    }
+}
+
+TEST(KvCacheDtype, F16AndFp32AreRefusedByNameWhereCudaRuns) {
+    for (DeviceKind device : {DeviceKind::kCuda, DeviceKind::kAuto}) {
+        for (KvCacheDtype dtype : {KvCacheDtype::kF16, KvCacheDtype::kF32}) {
+            RunnerOptions o = options_for(device);
+            o.kv_cache_dtype = dtype;
+            auto choice = choose_device(config_with_head_dim(128), o, CudaPresence::kPresent);
             ASSERT_FALSE(choice.ok());
             EXPECT_EQ(choice.status().code(), StatusCode::kUnimplemented);
-            EXPECT_TRUE(contains(choice.status().message(), dtype == KvCacheDtype::kFp8 ? "--kv-cache-dtype fp8"
-                                                                                       : "--kv-cache-dtype bf16"))
-                << choice.status().message();
-            EXPECT_TRUE(contains(choice.status().message(), "fp32")) << choice.status().message();
+            const std::string flag = std::string("--kv-cache-dtype ") + (dtype == KvCacheDtype::kF16 ? "f16" : "fp32");
+            EXPECT_TRUE(contains(choice.status().message(), flag + ": the CUDA backend")) << choice.status().message();
+            EXPECT_TRUE(contains(choice.status().message(), "bf16 or fp8")) << choice.status().message();
         }
-        auto choice = choose_device(config_with_head_dim(c.head_dim), options_for(c.device), c.presence);
-        ASSERT_TRUE(choice.ok()) << choice.status().message();   // auto: fp32 there
-        EXPECT_EQ(choice->device, DeviceKind::kCpu);
+        for (KvCacheDtype dtype : {KvCacheDtype::kAuto, KvCacheDtype::kBf16, KvCacheDtype::kFp8}) {
+            RunnerOptions o = options_for(device);
+            o.kv_cache_dtype = dtype;
+            auto choice = choose_device(config_with_head_dim(128), o, CudaPresence::kPresent);
+            ASSERT_TRUE(choice.ok()) << choice.status().message();
+            EXPECT_EQ(choice->device, DeviceKind::kCuda);
+        }
     }
 }
 

@@ -63,7 +63,7 @@ protected:
 };
 
 TEST_P(Fp8KvGoldenTest, LogitsMatchTheCpuAndTheBf16Cache) {
-    CpuRunner cpu(*checkpoint_, {.num_threads = 2, .num_kv_blocks = 32});
+    CpuRunner cpu(*checkpoint_, {.num_threads = 2, .num_kv_blocks = 32, .kv_dtype = DType::kF32});
     const std::vector<float> want = prefill_then_steps(cpu, ids_);
     const std::vector<float> bf16 = run_cuda(KvCacheDtype::kBf16), fp8 = run_cuda(KvCacheDtype::kFp8);
     ASSERT_EQ(fp8.size(), want.size());

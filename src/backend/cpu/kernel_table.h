@@ -77,6 +77,16 @@ struct KernelTable {
     // out[0:dim] += sum_j weights[j] * rows[j, 0:dim].
     void (*sum_rows_weighted)(const float* weights, const float* rows, int64_t row_stride, int64_t num_rows,
                               int64_t dim, float* out);
+    // The same two products over rows stored as bf16 / f16 (bit patterns): each element is widened to
+    // fp32 in registers (bf16: a 16-bit shift; f16: F16C / AVX-512 conversion) and accumulated in fp32.
+    void (*dot_rows_bf16)(const float* q, const uint16_t* rows, int64_t row_stride, int64_t num_rows, int64_t dim,
+                          float* out);
+    void (*dot_rows_f16)(const float* q, const uint16_t* rows, int64_t row_stride, int64_t num_rows, int64_t dim,
+                         float* out);
+    void (*sum_rows_weighted_bf16)(const float* weights, const uint16_t* rows, int64_t row_stride, int64_t num_rows,
+                                   int64_t dim, float* out);
+    void (*sum_rows_weighted_f16)(const float* weights, const uint16_t* rows, int64_t row_stride, int64_t num_rows,
+                                  int64_t dim, float* out);
     // int8 weights (p.w_dtype kI8, p.w_scale), x quantized (Int8Rows) for any m:
     //   y[i, j] = (x.scales[i] * p.w_scale[j]) * float(sum_c q[i, c] * w[j, c])   for n_begin <= j < n_end,
     // the integer sum exact (the same value, so the same y, on every path). Thread-safe for disjoint
@@ -104,6 +114,14 @@ namespace portable {
                   float* out);
     void sum_rows_weighted(const float* weights, const float* rows, int64_t row_stride, int64_t num_rows,
                            int64_t dim, float* out);
+    void dot_rows_bf16(const float* q, const uint16_t* rows, int64_t row_stride, int64_t num_rows, int64_t dim,
+                       float* out);
+    void dot_rows_f16(const float* q, const uint16_t* rows, int64_t row_stride, int64_t num_rows, int64_t dim,
+                      float* out);
+    void sum_rows_weighted_bf16(const float* weights, const uint16_t* rows, int64_t row_stride, int64_t num_rows,
+                                int64_t dim, float* out);
+    void sum_rows_weighted_f16(const float* weights, const uint16_t* rows, int64_t row_stride, int64_t num_rows,
+                               int64_t dim, float* out);
     void softmax(float* x, int64_t n, float scale);
     void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 }  // namespace portable
@@ -116,6 +134,14 @@ namespace avx2 {
                   float* out);
     void sum_rows_weighted(const float* weights, const float* rows, int64_t row_stride, int64_t num_rows,
                            int64_t dim, float* out);
+    void dot_rows_bf16(const float* q, const uint16_t* rows, int64_t row_stride, int64_t num_rows, int64_t dim,
+                       float* out);
+    void dot_rows_f16(const float* q, const uint16_t* rows, int64_t row_stride, int64_t num_rows, int64_t dim,
+                      float* out);
+    void sum_rows_weighted_bf16(const float* weights, const uint16_t* rows, int64_t row_stride, int64_t num_rows,
+                                int64_t dim, float* out);
+    void sum_rows_weighted_f16(const float* weights, const uint16_t* rows, int64_t row_stride, int64_t num_rows,
+                               int64_t dim, float* out);
     void softmax(float* x, int64_t n, float scale);
     void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 }  // namespace avx2
@@ -126,6 +152,14 @@ namespace avx512 {
                   float* out);
     void sum_rows_weighted(const float* weights, const float* rows, int64_t row_stride, int64_t num_rows,
                            int64_t dim, float* out);
+    void dot_rows_bf16(const float* q, const uint16_t* rows, int64_t row_stride, int64_t num_rows, int64_t dim,
+                       float* out);
+    void dot_rows_f16(const float* q, const uint16_t* rows, int64_t row_stride, int64_t num_rows, int64_t dim,
+                      float* out);
+    void sum_rows_weighted_bf16(const float* weights, const uint16_t* rows, int64_t row_stride, int64_t num_rows,
+                                int64_t dim, float* out);
+    void sum_rows_weighted_f16(const float* weights, const uint16_t* rows, int64_t row_stride, int64_t num_rows,
+                               int64_t dim, float* out);
     void softmax(float* x, int64_t n, float scale);
     void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 }  // namespace avx512

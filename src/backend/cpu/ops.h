@@ -69,10 +69,18 @@ void attention(const float* q, int64_t q_stride, int64_t num_q, int64_t q_pos0, 
                const float* v, int64_t kv_stride, int num_heads, int num_kv_heads, int head_dim,
                float scale, float* out, ThreadPool& pool);
 
-// attention() over a paged cache: token j of the sequence has its K/V row at
+// attention() over a paged fp32 cache: token j of the sequence has its K/V row at
 // pool + (block_table[j / block_size] * block_size + j % block_size) * kv_stride (+ head offset).
 void paged_attention(const float* q, int64_t q_stride, int64_t num_q, int64_t q_pos0, const float* k_pool,
                      const float* v_pool, int64_t kv_stride, const int32_t* block_table, int block_size,
                      int num_heads, int num_kv_heads, int head_dim, float scale, float* out, ThreadPool& pool);
+
+// paged_attention() over a cache of K/V elements of `kv_dtype` (kF32, kBF16 or kF16; bf16 / f16 rows are
+// widened to fp32 in registers, scores and softmax stay fp32): token j of the sequence has its K/V row at
+// pool + (block_table[j / block_size] * block_size + j % block_size) * kv_stride elements (+ head offset).
+void paged_attention(const float* q, int64_t q_stride, int64_t num_q, int64_t q_pos0, const void* k_pool,
+                     const void* v_pool, DType kv_dtype, int64_t kv_stride, const int32_t* block_table,
+                     int block_size, int num_heads, int num_kv_heads, int head_dim, float scale, float* out,
+                     ThreadPool& pool);
 
 }  // namespace hichat::cpu

@@ -1,5 +1,5 @@
-// Attention's row kernels (q.k over key rows, weighted sum of value rows) for AVX2 + FMA; compiled
-// with those flags.
+// Attention's row kernels (q.k over key rows, weighted sum of value rows) for AVX2 + FMA + F16C, over
+// fp32 rows and over bf16 / f16 rows widened in registers; compiled with those flags.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -17,20 +17,70 @@ float hsum(__m256 v) {
     return _mm_cvtss_f32(q);
 }
 
+// How a kernel reads 8 elements of a K/V row as fp32: as stored, or widened from bf16 (a 16-bit shift)
+// or f16 (vcvtph2ps).
+struct F32Rows {
+    using T = float;
+    static __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+    static float load1(const float* p) { return *p; }
+};
+struct Bf16Rows {
+    using T = uint16_t;
+    static __m256 load8(const uint16_t* p) {
+        const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+        return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+    }
+    static float load1(const uint16_t* p) { return bf16_to_f32(*p); }
+};
+struct F16Rows {
+    using T = uint16_t;
+    static __m256 load8(const uint16_t* p) { return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))); }
+    static float load1(const uint16_t* p) { return _cvtsh_ss(*p); }
+};
+
 // out[r] = q . rows[r]   for r < R.
-template <int R>
-void dot_block(const float* q, const float* rows, int64_t row_stride, int64_t dim, float* out) {
+template <class Rows, int R>
+void dot_block(const float* q, const typename Rows::T* rows, int64_t row_stride, int64_t dim, float* out) {
     __m256 acc[R];
     for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
     int64_t d = 0;
     for (; d + 8 <= dim; d += 8) {
         __m256 qv = _mm256_loadu_ps(q + d);
-        for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(qv, _mm256_loadu_ps(rows + r * row_stride + d), acc[r]);
+        for (int r = 0; r < R; ++r) acc[r] = _mm256_fmadd_ps(qv, Rows::load8(rows + r * row_stride + d), acc[r]);
     }
     for (int r = 0; r < R; ++r) {
         float sum = hsum(acc[r]);
-        for (int64_t t = d; t < dim; ++t) sum += q[t] * rows[r * row_stride + t];
+        for (int64_t t = d; t < dim; ++t) sum += q[t] * Rows::load1(rows + r * row_stride + t);
         out[r] = sum;
+    }
+}
+
+template <class Rows>
+void dot_rows_of(const float* q, const typename Rows::T* rows, int64_t row_stride, int64_t num_rows, int64_t dim,
+                 float* out) {
+    int64_t j = 0;
+    for (; j + 4 <= num_rows; j += 4) dot_block<Rows, 4>(q, rows + j * row_stride, row_stride, dim, out + j);
+    for (; j < num_rows; ++j) dot_block<Rows, 1>(q, rows + j * row_stride, row_stride, dim, out + j);
+}
+
+template <class Rows>
+void sum_rows_weighted_of(const float* weights, const typename Rows::T* rows, int64_t row_stride, int64_t num_rows,
+                          int64_t dim, float* out) {
+    constexpr int64_t kChunk = 64;  // 8 accumulators of 8 lanes
+    for (int64_t d0 = 0; d0 < dim; d0 += kChunk) {
+        int64_t count = std::min(kChunk, dim - d0);
+        int64_t full = count / 8 * 8;
+        __m256 acc[8];
+        for (int c = 0; c * 8 < full; ++c) acc[c] = _mm256_loadu_ps(out + d0 + 8 * c);
+        float tail[8] = {};
+        for (int64_t j = 0; j < num_rows; ++j) {
+            __m256 w = _mm256_set1_ps(weights[j]);
+            const typename Rows::T* row = rows + j * row_stride + d0;
+            for (int c = 0; c * 8 < full; ++c) acc[c] = _mm256_fmadd_ps(w, Rows::load8(row + 8 * c), acc[c]);
+            for (int64_t t = full; t < count; ++t) tail[t - full] += weights[j] * Rows::load1(row + t);
+        }
+        for (int c = 0; c * 8 < full; ++c) _mm256_storeu_ps(out + d0 + 8 * c, acc[c]);
+        for (int64_t t = full; t < count; ++t) out[d0 + t] += tail[t - full];
     }
 }
 
@@ -73,29 +123,32 @@ void softmax(float* x, int64_t n, float scale) {
 }
 
 void dot_rows(const float* q, const float* rows, int64_t row_stride, int64_t num_rows, int64_t dim, float* out) {
-    int64_t j = 0;
-    for (; j + 4 <= num_rows; j += 4) dot_block<4>(q, rows + j * row_stride, row_stride, dim, out + j);
-    for (; j < num_rows; ++j) dot_block<1>(q, rows + j * row_stride, row_stride, dim, out + j);
+    dot_rows_of<F32Rows>(q, rows, row_stride, num_rows, dim, out);
+}
+
+void dot_rows_bf16(const float* q, const uint16_t* rows, int64_t row_stride, int64_t num_rows, int64_t dim,
+                   float* out) {
+    dot_rows_of<Bf16Rows>(q, rows, row_stride, num_rows, dim, out);
+}
+
+void dot_rows_f16(const float* q, const uint16_t* rows, int64_t row_stride, int64_t num_rows, int64_t dim,
+                  float* out) {
+    dot_rows_of<F16Rows>(q, rows, row_stride, num_rows, dim, out);
 }
 
 void sum_rows_weighted(const float* weights, const float* rows, int64_t row_stride, int64_t num_rows,
                        int64_t dim, float* out) {
-    constexpr int64_t kChunk = 64;  // 8 accumulators of 8 lanes
-    for (int64_t d0 = 0; d0 < dim; d0 += kChunk) {
-        int64_t count = std::min(kChunk, dim - d0);
-        int64_t full = count / 8 * 8;
-        __m256 acc[8];
-        for (int c = 0; c * 8 < full; ++c) acc[c] = _mm256_loadu_ps(out + d0 + 8 * c);
-        float tail[8] = {};
-        for (int64_t j = 0; j < num_rows; ++j) {
-            __m256 w = _mm256_set1_ps(weights[j]);
-            const float* row = rows + j * row_stride + d0;
-            for (int c = 0; c * 8 < full; ++c) acc[c] = _mm256_fmadd_ps(w, _mm256_loadu_ps(row + 8 * c), acc[c]);
-            for (int64_t t = full; t < count; ++t) tail[t - full] += weights[j] * row[t];
-        }
-        for (int c = 0; c * 8 < full; ++c) _mm256_storeu_ps(out + d0 + 8 * c, acc[c]);
-        for (int64_t t = full; t < count; ++t) out[d0 + t] += tail[t - full];
-    }
+    sum_rows_weighted_of<F32Rows>(weights, rows, row_stride, num_rows, dim, out);
+}
+
+void sum_rows_weighted_bf16(const float* weights, const uint16_t* rows, int64_t row_stride, int64_t num_rows,
+                            int64_t dim, float* out) {
+    sum_rows_weighted_of<Bf16Rows>(weights, rows, row_stride, num_rows, dim, out);
+}
+
+void sum_rows_weighted_f16(const float* weights, const uint16_t* rows, int64_t row_stride, int64_t num_rows,
+                           int64_t dim, float* out) {
+    sum_rows_weighted_of<F16Rows>(weights, rows, row_stride, num_rows, dim, out);
 }
 
 // silu(g) = g * sigmoid(g), with sigmoid from e = exp(-|g|) <= 1 (no overflow): 1 / (1 + e) for
