@@ -1,12 +1,12 @@
 // Benchmark of the CPU ops that dominate a forward pass, at Llama-3.2-1B shapes (bf16 weights):
 //   1. streaming read bandwidth of the machine (sum over a 1 GiB buffer, 1 and 2 threads);
-//   2. linear() at m = 1 (decode GEMV) as GB/s of weights read and % of that bandwidth, weights cold
+//   2. linear() at m = 1 (decode GEMV), bf16 and int8 weights (per-row scales), as GB/s of weights read and % of that bandwidth, weights cold
 //      (round-robin over copies totalling >= 1 GiB, so they come from DRAM as in a real decode step);
 //      plus small batches m = 2..16, and q/k/v fused in one linear_fused() call;
 //   3. linear() at m = 128 and 512 (prefill GEMM) as GFLOP/s;
 //   4. attention() for decode at 1k/4k context and a 512-token prefill chunk.
 // Prints a table and one JSON line per measurement. Not a test; run by hand: ./cpu_ops_bench [--threads N]
-// [--simd portable|avx2|avx512|avx512_bf16] [--no-bw] [--no-gemv] [--no-gemm] [--no-attention]
+// [--simd portable|avx2|avx512|avx512_bf16] [--no-bw] [--no-gemv] [--no-int8] [--no-gemm] [--no-attention]
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -84,23 +84,36 @@ double read_bandwidth_gbps(const std::vector<uint64_t>& buf, int threads) {
     return best;
 }
 
-struct Weights {  // copies of one random bf16 weight matrix, to read them cold
-    std::vector<std::vector<uint16_t>> copies;
+struct Weights {  // copies of one random bf16 or int8 weight matrix, to read them cold
+    std::vector<std::vector<uint8_t>> copies;
+    std::vector<float> scales;   // int8: one per row, shared by the copies
     std::vector<model::WeightTensor> tensors;
+    int64_t bytes_per_copy = 0;  // what one call reads: the elements, and the scales
 };
 
-Weights make_weights(int64_t n, int64_t k, int64_t min_total_bytes) {
-    std::vector<uint16_t> base(static_cast<size_t>(n * k));
+Weights make_weights(int64_t n, int64_t k, int64_t min_total_bytes, DType dtype = DType::kBF16) {
+    const int64_t elem = dtype == DType::kI8 ? 1 : 2;
+    std::vector<uint8_t> base(static_cast<size_t>(n * k * elem));
     uint32_t state = 12345;
-    for (uint16_t& h : base) {
+    for (int64_t i = 0; i < n * k; ++i) {
         state = state * 1664525u + 1013904223u;
-        h = f32_to_bf16((static_cast<float>(state >> 8) / 16777216.0f - 0.5f) * 0.1f);
+        if (dtype == DType::kI8) {
+            base[static_cast<size_t>(i)] = static_cast<uint8_t>(static_cast<int>(state >> 24) - 128);
+        } else {
+            const uint16_t h = f32_to_bf16((static_cast<float>(state >> 8) / 16777216.0f - 0.5f) * 0.1f);
+            std::memcpy(&base[static_cast<size_t>(i) * 2], &h, 2);
+        }
     }
-    const int64_t bytes = n * k * 2;
-    const int64_t num_copies = std::max<int64_t>(1, (min_total_bytes + bytes - 1) / bytes);
     Weights w;
+    w.bytes_per_copy = n * k * elem + (dtype == DType::kI8 ? 4 * n : 0);
+    const int64_t num_copies = std::max<int64_t>(1, (min_total_bytes + w.bytes_per_copy - 1) / w.bytes_per_copy);
     for (int64_t c = 0; c < num_copies; ++c) w.copies.push_back(base);
-    for (auto& copy : w.copies) w.tensors.push_back({copy.data(), DType::kBF16, {n, k}});
+    w.scales.assign(static_cast<size_t>(n), 1.0f / 127);
+    for (auto& copy : w.copies) {
+        model::WeightTensor t{copy.data(), dtype, {n, k}};
+        if (dtype == DType::kI8) t.scales = {.data = w.scales.data(), .dtype = DType::kF32, .block_rows = 1, .block_cols = k};
+        w.tensors.push_back(t);
+    }
     return w;
 }
 
@@ -126,25 +139,28 @@ struct Shape {
     int64_t n, k;
 };
 
-void bench_gemv(double bandwidth_2t, int threads) {
+void bench_gemv(double bandwidth_2t, int threads, DType dtype) {
+    const char* name = dtype == DType::kI8 ? "int8" : "bf16";
     const Shape shapes[] = {{"attn q/o 2048x2048", 2048, 2048}, {"attn k/v 512x2048", 512, 2048},
                             {"mlp gate/up 8192x2048", 8192, 2048}, {"mlp down 2048x8192", 2048, 8192},
                             {"lm_head 128256x2048", 128256, 2048}};
     ThreadPool pool(threads);
-    std::printf("\n%-24s %4s %10s %9s %8s\n", "GEMV bf16 (n x k)", "m", "us/call", "GB/s", "% of bw");
+    std::printf("\n%-24s %4s %10s %9s %8s\n", (std::string("GEMV ") + name + " (n x k)").c_str(), "m", "us/call", "GB/s",
+                "% of bw");
     for (const Shape& s : shapes) {
-        Weights w = make_weights(s.n, s.k, kColdBytes);
+        if (dtype == DType::kI8 && s.n == 128256) continue;   // the lm_head stays bf16 under --quantization int8
+        Weights w = make_weights(s.n, s.k, kColdBytes, dtype);
         std::vector<int64_t> ms = {1};
         if (s.n == 8192) ms = {1, 2, 3, 4, 6, 8, 12, 16};
         for (int64_t m : ms) {
             double sec = time_linear(w, m, pool);
-            double gbps = static_cast<double>(s.n * s.k * 2) / sec / 1e9;
+            double gbps = static_cast<double>(w.bytes_per_copy) / sec / 1e9;
             double pct = 100.0 * gbps / bandwidth_2t;
             std::printf("%-24s %4lld %10.1f %9.2f %7.1f%%\n", s.name, static_cast<long long>(m), sec * 1e6, gbps, pct);
-            std::printf("{\"bench\":\"gemv_bf16\",\"n\":%lld,\"k\":%lld,\"m\":%lld,\"threads\":%d,\"us\":%.1f,"
+            std::printf("{\"bench\":\"gemv_%s\",\"n\":%lld,\"k\":%lld,\"m\":%lld,\"threads\":%d,\"us\":%.1f,"
                         "\"gbps\":%.2f,\"pct_of_bw\":%.1f}\n",
-                        static_cast<long long>(s.n), static_cast<long long>(s.k), static_cast<long long>(m), threads,
-                        sec * 1e6, gbps, pct);
+                        name, static_cast<long long>(s.n), static_cast<long long>(s.k), static_cast<long long>(m),
+                        threads, sec * 1e6, gbps, pct);
         }
     }
 }
@@ -160,7 +176,7 @@ void bench_fused_qkv(double bandwidth_2t, int threads) {
     for (auto& copy : w.copies) {
         std::array<model::WeightTensor, 3> v;
         for (int64_t o = 0, row0 = 0; o < 3; row0 += rows[o], ++o)
-            v[static_cast<size_t>(o)] = {copy.data() + row0 * k, DType::kBF16, {rows[o], k}};
+            v[static_cast<size_t>(o)] = {copy.data() + row0 * k * 2, DType::kBF16, {rows[o], k}};
         views.push_back(v);
     }
     auto call = [&](size_t c) {
@@ -227,12 +243,13 @@ void bench_attention(int threads) {
 
 int run(int argc, char** argv) {
     int threads = 2;
-    bool skip_bandwidth = false, skip_gemv = false, skip_gemm = false, skip_attention = false;
+    bool skip_bandwidth = false, skip_gemv = false, skip_gemm = false, skip_attention = false, skip_int8 = false;
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = std::atoi(argv[++i]);
         else if (std::strcmp(argv[i], "--no-bw") == 0) skip_bandwidth = true;
         else if (std::strcmp(argv[i], "--no-gemv") == 0) skip_gemv = true;
         else if (std::strcmp(argv[i], "--no-gemm") == 0) skip_gemm = true;
+        else if (std::strcmp(argv[i], "--no-int8") == 0) skip_int8 = true;
         else if (std::strcmp(argv[i], "--no-attention") == 0) skip_attention = true;
         else if (std::strcmp(argv[i], "--simd") == 0 && i + 1 < argc) {   // a level at or below the detected one
             const std::string name = argv[++i];
@@ -264,7 +281,8 @@ int run(int argc, char** argv) {
         std::printf("{\"bench\":\"read_bandwidth\",\"threads\":2,\"gbps\":%.2f}\n", bw2);
     }
     if (!skip_gemv) {
-        bench_gemv(threads >= 2 ? bw2 : bw1, threads);
+        bench_gemv(threads >= 2 ? bw2 : bw1, threads, DType::kBF16);
+        if (!skip_int8) bench_gemv(threads >= 2 ? bw2 : bw1, threads, DType::kI8);
         bench_fused_qkv(threads >= 2 ? bw2 : bw1, threads);
     }
     if (!skip_gemm) bench_gemm(threads);

@@ -24,8 +24,8 @@ void grow(std::vector<float>& v, int64_t n) {
 
 CpuRunner::CpuRunner(const model::Checkpoint& checkpoint, const CpuRunnerConfig& config)
     : cfg_(checkpoint.config()),
-      dequantized_(checkpoint.weights()),
-      weights_(dequantized_.weights()),
+      host_weights_(checkpoint.weights(), resolve_threads(config.num_threads)),
+      weights_(host_weights_.weights()),
       inv_freq_(model::rope_inv_freq(cfg_)),
       pool_(resolve_threads(config.num_threads)),
       kv_(cfg_.num_layers, cfg_.num_kv_heads, cfg_.head_dim, config.num_kv_blocks, config.kv_block_size_tokens,

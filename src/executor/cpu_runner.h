@@ -1,6 +1,7 @@
 // CpuRunner: the decoder-only transformer forward pass (Llama, Mistral, Qwen2, Qwen3) on the CPU.
-// Owns the thread pool, the paged KV pool and the activation workspaces; reads the Checkpoint's
-// weights in place (FP8 weights: dequantized to bf16 copies at construction, model/fp8_dequant.h). Engine (or CLI) thread only; the checkpoint must outlive it.
+// Owns the thread pool, the paged KV pool and the activation workspaces; copies the Checkpoint's
+// linear weights and lm_head into huge pages at construction (FP8 dequantized to bf16 on the way,
+// model/host_weights.h). Engine (or CLI) thread only; the checkpoint must outlive it.
 #pragma once
 
 #include <vector>
@@ -10,7 +11,7 @@
 #include "executor/forward_batch.h"
 #include "executor/model_runner.h"
 #include "model/checkpoint.h"
-#include "model/fp8_dequant.h"
+#include "model/host_weights.h"
 
 namespace hichat::executor {
 
@@ -52,8 +53,8 @@ private:
     void compute_logits(const ForwardBatch& batch, std::vector<float>& logits);
 
     const model::ModelConfig& cfg_;
-    model::DequantizedWeights dequantized_;
-    const model::ModelWeights& weights_;  // dequantized_'s
+    model::HostWeights host_weights_;
+    const model::ModelWeights& weights_;  // host_weights_'s
     std::vector<float> inv_freq_;  // [head_dim / 2]
     ThreadPool pool_;
     CpuKvPool kv_;

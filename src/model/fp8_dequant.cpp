@@ -23,21 +23,4 @@ void dequantize_fp8_to_bf16(const WeightTensor& t, uint16_t* out) {
     }
 }
 
-DequantizedWeights::DequantizedWeights(const ModelWeights& weights) : weights_(weights) {
-    replace(weights_.lm_head);
-    for (LayerWeights& l : weights_.layers) {
-        for (WeightTensor* t : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj}) {
-            replace(*t);
-        }
-    }
-}
-
-void DequantizedWeights::replace(WeightTensor& t) {
-    if (t.dtype != DType::kF8E4M3) return;
-    auto buffer = std::make_unique<uint16_t[]>(static_cast<size_t>(t.num_elements()));
-    dequantize_fp8_to_bf16(t, buffer.get());
-    t = WeightTensor{buffer.get(), DType::kBF16, t.shape, {}};
-    buffers_.push_back(std::move(buffer));
-}
-
 }  // namespace hichat::model

@@ -39,7 +39,11 @@ void quantize_rows_fp8(const WeightTensor& t, uint8_t* q, float* scale) {
 }
 
 void quantize_rows_int8(const WeightTensor& t, int8_t* q, float* scale) {
-    quantize_rows(t, 127.0f, q, scale, [](float v) { return static_cast<int8_t>(std::lround(v)); });
+    // Half away from zero, as std::lround, in double (exact for |v| <= 127) so that it vectorizes.
+    quantize_rows(t, 127.0f, q, scale, [](float v) {
+        const double d = v;
+        return static_cast<int8_t>(std::trunc(d + std::copysign(0.5, d)));
+    });
 }
 
 OnLoadQuantization::OnLoadQuantization(ModelWeights& weights, DType codes, int threads) {
@@ -50,17 +54,25 @@ OnLoadQuantization::OnLoadQuantization(ModelWeights& weights, DType codes, int t
             linears.push_back(t);
         }
     }
-    codes_.resize(linears.size());
-    scales_.resize(linears.size());
-    for (size_t i = 0; i < linears.size(); ++i) {
-        codes_[i] = std::make_unique<uint8_t[]>(static_cast<size_t>(linears[i]->num_elements()));
-        scales_[i] = std::make_unique<float[]>(static_cast<size_t>(linears[i]->rows()));
+    // One arena: tensor i's codes at code_at[i], its scales at scale_at[i], each on its own page.
+    auto page = [](int64_t bytes) { return (bytes + 4095) / 4096 * 4096; };
+    std::vector<int64_t> code_at, scale_at;
+    int64_t total = 0;
+    for (const WeightTensor* t : linears) {
+        code_at.push_back(total);
+        total += page(t->num_elements());
+        scale_at.push_back(total);
+        total += page(t->rows() * static_cast<int64_t>(sizeof(float)));
     }
+    arena_ = HugePageBuffer(static_cast<size_t>(total));
+    auto* base = static_cast<uint8_t*>(arena_.data());
+    auto codes_of = [&](size_t i) { return base + code_at[i]; };
+    auto scales_of = [&](size_t i) { return reinterpret_cast<float*>(base + scale_at[i]); };
     auto quantize = [&](size_t i) {
         if (codes == DType::kI8) {
-            quantize_rows_int8(*linears[i], reinterpret_cast<int8_t*>(codes_[i].get()), scales_[i].get());
+            quantize_rows_int8(*linears[i], reinterpret_cast<int8_t*>(codes_of(i)), scales_of(i));
         } else {
-            quantize_rows_fp8(*linears[i], codes_[i].get(), scales_[i].get());
+            quantize_rows_fp8(*linears[i], codes_of(i), scales_of(i));
         }
     };
     std::atomic<size_t> next{0};
@@ -73,9 +85,10 @@ OnLoadQuantization::OnLoadQuantization(ModelWeights& weights, DType codes, int t
     for (std::thread& th : pool) th.join();
     for (size_t i = 0; i < linears.size(); ++i) {
         WeightTensor& t = *linears[i];
-        QuantScales s{.data = scales_[i].get(), .dtype = DType::kF32, .block_rows = 1, .block_cols = t.cols()};
-        t = WeightTensor{codes_[i].get(), codes, t.shape, s};
+        QuantScales s{.data = scales_of(i), .dtype = DType::kF32, .block_rows = 1, .block_cols = t.cols()};
+        t = WeightTensor{codes_of(i), codes, t.shape, s};
     }
+    num_quantized_ = static_cast<int64_t>(linears.size());
 }
 
 QuantConfig OnLoadQuantization::config(DType codes) {

@@ -14,6 +14,7 @@
 #include <memory>
 #include <vector>
 
+#include "base/huge_page_buffer.h"
 #include "model/quant_config.h"
 #include "model/weights.h"
 
@@ -33,13 +34,13 @@ public:
     OnLoadQuantization(const OnLoadQuantization&) = delete;
     OnLoadQuantization& operator=(const OnLoadQuantization&) = delete;
 
-    int64_t num_quantized() const { return static_cast<int64_t>(codes_.size()); }
+    int64_t num_quantized() const { return num_quantized_; }
     // The QuantConfig that describes the result (per-channel weights, dynamic per-token activations).
     static QuantConfig config(DType codes);
 
 private:
-    std::vector<std::unique_ptr<uint8_t[]>> codes_;
-    std::vector<std::unique_ptr<float[]>> scales_;
+    HugePageBuffer arena_;
+    int64_t num_quantized_ = 0;   // every tensor's codes, then its scales (the CPU streams them each step)
 };
 
 }  // namespace hichat::model

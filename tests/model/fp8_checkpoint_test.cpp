@@ -8,6 +8,7 @@
 #include "fp8_checkpoint_writer.h"
 #include "model/checkpoint.h"
 #include "model/fp8_dequant.h"
+#include "model/host_weights.h"
 
 namespace hichat::model {
 namespace {
@@ -57,7 +58,7 @@ TEST_P(Fp8Loads, WeightsScalesAndDequantizedValues) {
 
     const std::vector<const WeightTensor*> got = linear_slots(fp8->weights()), want = linear_slots(ref->weights());
     ASSERT_EQ(got.size(), want.size());
-    DequantizedWeights dequantized(fp8->weights());
+    HostWeights dequantized(fp8->weights(), 2);
     EXPECT_EQ(dequantized.num_dequantized(), static_cast<int64_t>(got.size()));
     const std::vector<const WeightTensor*> as_bf16 = linear_slots(dequantized.weights());
     for (size_t i = 0; i < got.size(); ++i) {
@@ -77,9 +78,14 @@ TEST_P(Fp8Loads, WeightsScalesAndDequantizedValues) {
         ASSERT_EQ(d.shape, want[i]->shape);
         ASSERT_EQ(std::memcmp(d.data, want[i]->data, static_cast<size_t>(d.num_elements()) * 2), 0) << "linear " << i;
     }
-    // lm_head is ignored by every layout and stays bf16; the model's other tensors are shared.
-    EXPECT_EQ(fp8->weights().lm_head.dtype, DType::kBF16);
-    EXPECT_EQ(dequantized.weights().embed_tokens.data, fp8->weights().embed_tokens.data);
+    // lm_head is ignored by every layout and stays bf16: copied as it is; norms stay shared views.
+    const WeightTensor& head = fp8->weights().lm_head;
+    EXPECT_EQ(head.dtype, DType::kBF16);
+    EXPECT_EQ(dequantized.weights().lm_head.dtype, DType::kBF16);
+    EXPECT_NE(dequantized.weights().lm_head.data, head.data);
+    EXPECT_EQ(std::memcmp(dequantized.weights().lm_head.data, head.data, static_cast<size_t>(head.num_elements()) * 2), 0);
+    EXPECT_EQ(dequantized.weights().final_norm.data, fp8->weights().final_norm.data);
+    EXPECT_EQ(dequantized.num_copied(), static_cast<int64_t>(got.size()) + 1);
 }
 
 TEST_P(Fp8Loads, KvScalesUnderTheProducersNames) {
