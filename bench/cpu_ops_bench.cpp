@@ -1,12 +1,13 @@
 // Benchmark of the CPU ops that dominate a forward pass, at Llama-3.2-1B shapes (bf16 weights):
 //   1. streaming read bandwidth of the machine (sum over a 1 GiB buffer, 1 and 2 threads);
-//   2. linear() at m = 1 (decode GEMV), bf16 and int8 weights (per-row scales), as GB/s of weights read and % of that bandwidth, weights cold
+//   2. linear() at m = 1 (decode GEMV), bf16, int8 (per-row scales) and 4-bit (f16 scales per group of 32)
+//      weights, as GB/s of weights read and % of that bandwidth, weights cold
 //      (round-robin over copies totalling >= 1 GiB, so they come from DRAM as in a real decode step);
 //      plus small batches m = 2..16, and q/k/v fused in one linear_fused() call;
 //   3. linear() at m = 128 and 512 (prefill GEMM) as GFLOP/s;
 //   4. attention() for decode at 1k/4k context and a 512-token prefill chunk.
 // Prints a table and one JSON line per measurement. Not a test; run by hand: ./cpu_ops_bench [--threads N]
-// [--simd portable|avx2|avx512|avx512_bf16] [--no-bw] [--no-gemv] [--no-int8] [--no-gemm] [--no-attention]
+// [--simd portable|avx2|avx512|avx512_bf16] [--no-bw] [--no-gemv] [--no-int8] [--no-q4] [--no-gemm] [--no-attention]
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -20,6 +21,7 @@
 #include "backend/cpu/cpu_features.h"
 #include "backend/cpu/ops.h"
 #include "base/dtype.h"
+#include "base/q4_layout.h"
 
 namespace hichat::cpu {
 namespace {
@@ -84,34 +86,43 @@ double read_bandwidth_gbps(const std::vector<uint64_t>& buf, int threads) {
     return best;
 }
 
-struct Weights {  // copies of one random bf16 or int8 weight matrix, to read them cold
+struct Weights {  // copies of one random bf16, int8 or 4-bit weight matrix, to read them cold
     std::vector<std::vector<uint8_t>> copies;
-    std::vector<float> scales;   // int8: one per row, shared by the copies
+    std::vector<uint8_t> scales;  // int8: f32 per row; 4-bit: f16 per group; shared by the copies
     std::vector<model::WeightTensor> tensors;
     int64_t bytes_per_copy = 0;  // what one call reads: the elements, and the scales
 };
 
 Weights make_weights(int64_t n, int64_t k, int64_t min_total_bytes, DType dtype = DType::kBF16) {
-    const int64_t elem = dtype == DType::kI8 ? 1 : 2;
-    std::vector<uint8_t> base(static_cast<size_t>(n * k * elem));
+    const int64_t elements_bytes = dtype == DType::kQ4 ? n * q4_row_bytes(k) : n * k * (dtype == DType::kI8 ? 1 : 2);
+    const int64_t scale_bytes = dtype == DType::kI8 ? 4 * n : dtype == DType::kQ4 ? 2 * n * q4_groups(k) : 0;
+    std::vector<uint8_t> base(static_cast<size_t>(elements_bytes));
     uint32_t state = 12345;
-    for (int64_t i = 0; i < n * k; ++i) {
+    for (int64_t i = 0; i < (dtype == DType::kBF16 ? n * k : elements_bytes); ++i) {
         state = state * 1664525u + 1013904223u;
-        if (dtype == DType::kI8) {
-            base[static_cast<size_t>(i)] = static_cast<uint8_t>(static_cast<int>(state >> 24) - 128);
-        } else {
+        if (dtype == DType::kBF16) {
             const uint16_t h = f32_to_bf16((static_cast<float>(state >> 8) / 16777216.0f - 0.5f) * 0.1f);
             std::memcpy(&base[static_cast<size_t>(i) * 2], &h, 2);
+        } else {
+            base[static_cast<size_t>(i)] = static_cast<uint8_t>(state >> 24);  // int8 codes, or two nibbles
         }
     }
     Weights w;
-    w.bytes_per_copy = n * k * elem + (dtype == DType::kI8 ? 4 * n : 0);
+    w.bytes_per_copy = elements_bytes + scale_bytes;
     const int64_t num_copies = std::max<int64_t>(1, (min_total_bytes + w.bytes_per_copy - 1) / w.bytes_per_copy);
     for (int64_t c = 0; c < num_copies; ++c) w.copies.push_back(base);
-    w.scales.assign(static_cast<size_t>(n), 1.0f / 127);
+    w.scales.resize(static_cast<size_t>(scale_bytes));
+    if (dtype == DType::kI8) {
+        const float s = 1.0f / 127;
+        for (int64_t r = 0; r < n; ++r) std::memcpy(&w.scales[static_cast<size_t>(4 * r)], &s, 4);
+    } else if (dtype == DType::kQ4) {
+        const uint16_t s = f32_to_f16(1.0f / 64);
+        for (int64_t g = 0; g < n * q4_groups(k); ++g) std::memcpy(&w.scales[static_cast<size_t>(2 * g)], &s, 2);
+    }
     for (auto& copy : w.copies) {
         model::WeightTensor t{copy.data(), dtype, {n, k}};
         if (dtype == DType::kI8) t.scales = {.data = w.scales.data(), .dtype = DType::kF32, .block_rows = 1, .block_cols = k};
+        if (dtype == DType::kQ4) t.scales = {.data = w.scales.data(), .dtype = DType::kF16, .block_rows = 1, .block_cols = kQ4Group};
         w.tensors.push_back(t);
     }
     return w;
@@ -140,7 +151,7 @@ struct Shape {
 };
 
 void bench_gemv(double bandwidth_2t, int threads, DType dtype) {
-    const char* name = dtype == DType::kI8 ? "int8" : "bf16";
+    const char* name = dtype == DType::kI8 ? "int8" : dtype == DType::kQ4 ? "q4" : "bf16";
     const Shape shapes[] = {{"attn q/o 2048x2048", 2048, 2048}, {"attn k/v 512x2048", 512, 2048},
                             {"mlp gate/up 8192x2048", 8192, 2048}, {"mlp down 2048x8192", 2048, 8192},
                             {"lm_head 128256x2048", 128256, 2048}};
@@ -148,7 +159,6 @@ void bench_gemv(double bandwidth_2t, int threads, DType dtype) {
     std::printf("\n%-24s %4s %10s %9s %8s\n", (std::string("GEMV ") + name + " (n x k)").c_str(), "m", "us/call", "GB/s",
                 "% of bw");
     for (const Shape& s : shapes) {
-        if (dtype == DType::kI8 && s.n == 128256) continue;   // the lm_head stays bf16 under --quantization int8
         Weights w = make_weights(s.n, s.k, kColdBytes, dtype);
         std::vector<int64_t> ms = {1};
         if (s.n == 8192) ms = {1, 2, 3, 4, 6, 8, 12, 16};
@@ -243,13 +253,15 @@ void bench_attention(int threads) {
 
 int run(int argc, char** argv) {
     int threads = 2;
-    bool skip_bandwidth = false, skip_gemv = false, skip_gemm = false, skip_attention = false, skip_int8 = false;
+    bool skip_bandwidth = false, skip_gemv = false, skip_gemm = false, skip_attention = false, skip_int8 = false,
+         skip_q4 = false;
     for (int i = 1; i < argc; ++i) {
         if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = std::atoi(argv[++i]);
         else if (std::strcmp(argv[i], "--no-bw") == 0) skip_bandwidth = true;
         else if (std::strcmp(argv[i], "--no-gemv") == 0) skip_gemv = true;
         else if (std::strcmp(argv[i], "--no-gemm") == 0) skip_gemm = true;
         else if (std::strcmp(argv[i], "--no-int8") == 0) skip_int8 = true;
+        else if (std::strcmp(argv[i], "--no-q4") == 0) skip_q4 = true;
         else if (std::strcmp(argv[i], "--no-attention") == 0) skip_attention = true;
         else if (std::strcmp(argv[i], "--simd") == 0 && i + 1 < argc) {   // a level at or below the detected one
             const std::string name = argv[++i];
@@ -283,6 +295,7 @@ int run(int argc, char** argv) {
     if (!skip_gemv) {
         bench_gemv(threads >= 2 ? bw2 : bw1, threads, DType::kBF16);
         if (!skip_int8) bench_gemv(threads >= 2 ? bw2 : bw1, threads, DType::kI8);
+        if (!skip_q4) bench_gemv(threads >= 2 ? bw2 : bw1, threads, DType::kQ4);
         bench_fused_qkv(threads >= 2 ? bw2 : bw1, threads);
     }
     if (!skip_gemm) bench_gemm(threads);

@@ -3,8 +3,10 @@
 # between minutes (shared VMs): ROUNDS x (bandwidth probe, one decode run, bandwidth probe). Per round:
 # the decode's effective read rate (weight bytes read per step / ms per step) over the mean of its two
 # probes. Prints each round and the median; appends one JSON line to bench/results/cpu-<host>-<date>.jsonl.
-# QUANTIZATION (none|int8, default none) is passed to `hichat bench engine --quantization`; with int8 the
-# bytes per step count each linear weight as one byte per element plus a 4-byte scale per row.
+# QUANTIZATION (none|int8|q4, default none) is passed to `hichat bench engine --quantization`; with int8
+# the bytes per step count each linear weight and the lm_head (tied or not) as one byte per element plus
+# a 4-byte scale per row; with q4 each linear weight as its 4-bit rows (whole 64-byte lines of 128
+# elements) plus a 2-byte scale per 32 of them, and the lm_head as int8.
 # Usage: bench/decode_vs_bandwidth.sh CHECKPOINT_DIR [BUILD_DIR] [ROUNDS] [QUANTIZATION]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,12 +31,20 @@ for path in glob.glob(sys.argv[1] + "/*.safetensors"):
         if k == "__metadata__":
             continue
         size = v["data_offsets"][1] - v["data_offsets"][0]
-        if sys.argv[2] == "int8" and ".layers." in k and k.endswith("_proj.weight"):
-            size = math.prod(v["shape"]) + 4 * v["shape"][0]
-        sizes[k] = size
+        sizes[k] = (size, v["shape"])
 if "lm_head.weight" in sizes:
     sizes.pop("model.embed_tokens.weight", None)
-print(sum(sizes.values()))
+else:  # tied: the embedding table is the lm_head
+    sizes["lm_head.weight"] = sizes.pop("model.embed_tokens.weight")
+def read(k, size, shape):
+    linear = ".layers." in k and k.endswith("_proj.weight")
+    if sys.argv[2] == "q4" and linear:
+        lines = (shape[1] + 127) // 128
+        return shape[0] * lines * (64 + 4 * 2)
+    if sys.argv[2] in ("int8", "q4") and (k == "lm_head.weight" or linear):
+        return math.prod(shape) + 4 * shape[0]
+    return size
+print(sum(read(k, *v) for k, v in sizes.items()))
 PY
 )
 echo "weights read per decode step: $bytes bytes"

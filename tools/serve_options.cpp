@@ -84,8 +84,9 @@ constexpr FlagSpec kFlags[] = {
      .help = "at most N stored responses and N conversations; the oldest go first", .min = 1, .max = int64_t{1} << 40},
     {.name = "device", .value_name = "auto|cpu|cuda", .default_value = "auto",
      .help = "where the model runs; auto: CUDA when a device is present"},
-    {.name = "quantization", .value_name = "none|fp8|int8", .default_value = "none",
-     .help = "fp8 / int8: quantize a bf16 checkpoint's linear weights on load (per-channel scales; int8: CPU only)"},
+    {.name = "quantization", .value_name = "none|fp8|int8|q4", .default_value = "none",
+     .help = "quantize a bf16 checkpoint's linear weights on load: fp8 / int8 per-channel scales, q4 4-bit "
+             "per group of 32 (int8, q4: CPU only)"},
     {.name = "kv-cache-dtype", .value_name = "auto|bf16|f16|fp32|fp8", .default_value = "auto",
      .help = "KV cache element type. CUDA: bf16 (auto) or fp8 (E4M3 with the checkpoint's k/v scales, 1.0 "
              "where it has none: twice the tokens); CPU: fp32 (auto), bf16 or f16 (half the memory: twice the tokens)"},

@@ -13,6 +13,7 @@ std::string_view dtype_name(DType t) {
         case DType::kBF16: return "BF16";
         case DType::kF8E4M3: return "F8_E4M3";
         case DType::kI8: return "I8";
+        case DType::kQ4: return "Q4";
     }
     return "?";
 }

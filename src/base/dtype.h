@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string_view>
 
 namespace hichat {
@@ -10,10 +11,12 @@ namespace hichat {
 // kF8E4M3: OCP FP8 E4M3 ("e4m3fn": no infinities, 0x7f/0xff are NaN, largest finite 448), the
 // element type of FP8 checkpoints; their values mean q * scale, with the scale held beside them.
 // kI8: signed 8-bit integer codes (int8 weights, --quantization int8), meaning q * scale likewise.
-enum class DType { kF32, kF16, kBF16, kF8E4M3, kI8 };
+// kQ4: 4-bit codes, two per byte, in the layout of base/q4_layout.h (--quantization q4); not an
+// element type of arrays (dtype_size_bytes and load_as_f32 do not take it).
+enum class DType { kF32, kF16, kBF16, kF8E4M3, kI8, kQ4 };
 
 inline int dtype_size_bytes(DType t) {
-    return t == DType::kF32 ? 4 : (t == DType::kF8E4M3 || t == DType::kI8) ? 1 : 2;
+    return t == DType::kF32 ? 4 : (t == DType::kF8E4M3 || t == DType::kI8) ? 1 : t == DType::kQ4 ? 0 : 2;
 }
 std::string_view dtype_name(DType t);
 
@@ -53,6 +56,7 @@ inline float load_as_f32(const void* data, DType dtype, int64_t index) {
         case DType::kF16: std::memcpy(&h, bytes + 2 * index, 2); return f16_to_f32(h);
         case DType::kF8E4M3: return fp8_e4m3_to_f32(bytes[index]);
         case DType::kI8: return static_cast<float>(static_cast<int8_t>(bytes[index]));
+        case DType::kQ4: return std::numeric_limits<float>::quiet_NaN();  // not an array type
     }
     return f;
 }

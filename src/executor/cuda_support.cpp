@@ -43,8 +43,9 @@ std::optional<std::string> bias_reason(const model::ModelConfig& cfg) {
 }
 
 std::optional<std::string> weight_reason(const model::ModelConfig& cfg) {
-    if (cfg.quant.quantized() && cfg.quant.weight_dtype == DType::kI8) {
-        return "the CUDA backend runs bf16 and FP8 weights; int8 weights (" + cfg.quant.describe() +
+    if (cfg.quant.quantized() && (cfg.quant.weight_dtype == DType::kI8 || cfg.quant.weight_dtype == DType::kQ4)) {
+        return std::string("the CUDA backend runs bf16 and FP8 weights; ") +
+               (cfg.quant.weight_dtype == DType::kI8 ? "int8" : "4-bit") + " weights (" + cfg.quant.describe() +
                ") run on the CPU backend";
     }
     return std::nullopt;

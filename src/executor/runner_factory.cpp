@@ -212,10 +212,13 @@ Result<DeviceChoice> choose_device(const model::ModelConfig& cfg, const RunnerOp
     if (!choice->note.empty()) choice->note += "; ";
     const bool cuda = choice->device == DeviceKind::kCuda && cfg.quant.weight_scale != model::WeightScaleKind::kBlock;
     const bool int8 = cfg.quant.weight_dtype == DType::kI8;
+    const bool q4 = cfg.quant.weight_dtype == DType::kQ4;
     choice->note += "checkpoint: " + cfg.quant.describe() +
                     (cuda   ? ": linear layers stay FP8 on the GPU (FP8 GEMV up to 8 tokens, cuBLASLt FP8 GEMM "
                               "beyond) where the kernels take their shape, else they run dequantized to bf16"
                      : int8 ? ": linear layers run int8 x int8 (activations quantized per token), integer sums per row"
+                     : q4   ? ": linear layers run 4-bit x int8 (activations quantized per token), integer sums per "
+                              "group of 32, the lm_head int8 x int8"
                             : ": its FP8 weights run dequantized to bf16");
     return choice;
 }

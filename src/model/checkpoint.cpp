@@ -219,8 +219,9 @@ public:
 
 private:
     static Status quantize(Checkpoint& ckpt, const CheckpointOptions& options) {
-        const bool int8 = options.quantization == LoadQuantization::kInt8;
-        const char* flag = int8 ? "--quantization int8" : "--quantization fp8";
+        const bool q4 = options.quantization == LoadQuantization::kQ4;
+        const bool int8 = options.quantization == LoadQuantization::kInt8 || q4;  // q4's lm_head is int8
+        const char* flag = q4 ? "--quantization q4" : int8 ? "--quantization int8" : "--quantization fp8";
         if (ckpt.config_.quant.quantized()) {
             return invalid_argument(ckpt.dir_ + "/config.json: " + flag + " needs a bf16, f16 or f32 checkpoint; this one is "
                                     "already quantized (" + ckpt.config_.quant.describe() + ")");
@@ -229,14 +230,14 @@ private:
         constexpr int64_t kInt8MaxK = int64_t{1} << 16;
         const ModelConfig& c = ckpt.config_;
         if (int8 && std::max({int64_t{c.intermediate_size}, int64_t{c.hidden_size}, int64_t{c.num_heads} * c.head_dim}) > kInt8MaxK) {
-            return invalid_argument(ckpt.dir_ + "/config.json: --quantization int8 takes linear layers of at most " +
+            return invalid_argument(ckpt.dir_ + "/config.json: " + flag + " takes linear layers of at most " +
                                     std::to_string(kInt8MaxK) + " inputs; hidden_size is " + std::to_string(c.hidden_size) +
                                     ", intermediate_size " + std::to_string(c.intermediate_size) +
                                     ", num_attention_heads * head_dim " + std::to_string(int64_t{c.num_heads} * c.head_dim));
         }
         int threads = options.threads;
         if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-        const DType codes = int8 ? DType::kI8 : DType::kF8E4M3;
+        const DType codes = q4 ? DType::kQ4 : int8 ? DType::kI8 : DType::kF8E4M3;
         ckpt.quantized_ = std::make_unique<OnLoadQuantization>(ckpt.weights_, codes, threads);
         ckpt.config_.quant = OnLoadQuantization::config(codes);
         return ok_status();
@@ -253,7 +254,8 @@ Result<LoadQuantization> parse_load_quantization(const std::string& text) {
     if (text == "none") return LoadQuantization::kNone;
     if (text == "fp8") return LoadQuantization::kFp8;
     if (text == "int8") return LoadQuantization::kInt8;
-    return invalid_argument("--quantization must be none, fp8 or int8, not '" + text + "'");
+    if (text == "q4") return LoadQuantization::kQ4;
+    return invalid_argument("--quantization must be none, fp8, int8 or q4, not '" + text + "'");
 }
 
 }  // namespace hichat::model

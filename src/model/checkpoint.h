@@ -18,7 +18,7 @@ class OnLoadQuantization;
 // How open() stores the linear weights: as the files have them, or quantized to FP8 or int8
 // (per-channel weight scales, dynamic per-token activations; on_load_quantization.h) from a bf16 /
 // f16 / f32 checkpoint. int8 runs on the CPU backend only.
-enum class LoadQuantization { kNone, kFp8, kInt8 };
+enum class LoadQuantization { kNone, kFp8, kInt8, kQ4 };
 
 // The --quantization flag's value: "none", "fp8" or "int8"; any other is an error naming the flag.
 Result<LoadQuantization> parse_load_quantization(const std::string& text);
@@ -49,7 +49,7 @@ private:
     ModelConfig config_;
     ModelWeights weights_;
     std::vector<std::unique_ptr<SafetensorsFile>> files_;  // own the maps weights_ views
-    std::unique_ptr<OnLoadQuantization> quantized_;         // owns the views of --quantization fp8|int8
+    std::unique_ptr<OnLoadQuantization> quantized_;         // owns the views of --quantization fp8|int8|q4
 };
 
 }  // namespace hichat::model

@@ -273,7 +273,7 @@ std::string QuantConfig::describe() const {
                               : method == QuantMethod::kHfFp8           ? "fp8"
                               : method == QuantMethod::kOnLoad          ? "--quantization (on load):"
                                                                         : "modelopt";
-    const char* format = weight_dtype == DType::kI8 ? " int8, " : " FP8, ";
+    const char* format = weight_dtype == DType::kI8 ? " int8, " : weight_dtype == DType::kQ4 ? " 4-bit, " : " FP8, ";
     std::string s = std::string(method_name) + format + scale_kind_name(weight_scale) + " weight scales";
     if (weight_scale == WeightScaleKind::kBlock) {
         s += " [" + std::to_string(block_rows) + ", " + std::to_string(block_cols) + "]";

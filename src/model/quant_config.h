@@ -13,7 +13,7 @@
 
 namespace hichat::model {
 
-// kOnLoad: --quantization fp8 or int8, applied by Checkpoint::open.
+// kOnLoad: --quantization fp8, int8 or q4, applied by Checkpoint::open.
 enum class QuantMethod { kNone, kCompressedTensors, kHfFp8, kModelOpt, kOnLoad };
 
 // How the weight scales cover a [N, K] weight: one scale, one per output row, or one per block.

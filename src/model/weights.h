@@ -11,7 +11,8 @@ namespace hichat::model {
 
 // The dequantization scales of an FP8 or int8 weight [N, K]: element [n, k] means
 // q[n, k] * scale[(n / block_rows) * grid_cols + k / block_cols], grid_cols = ceil(K / block_cols).
-// One scale: block [N, K]; per channel: [1, K]; block-scaled checkpoints: [128, 128].
+// One scale: block [N, K]; per channel: [1, K]; block-scaled checkpoints: [128, 128]. kQ4 weights:
+// block [1, 32], f16, rows of q4_groups(K) scales (base/q4_layout.h), which pads them to whole lines.
 struct QuantScales {
     const void* data = nullptr;   // F32, BF16 or F16, into a file map
     DType dtype = DType::kF32;
@@ -23,7 +24,7 @@ struct WeightTensor {
     const void* data = nullptr;   // nullptr: absent (e.g. no bias); into a file map, maybe unaligned
     DType dtype = DType::kF32;
     std::vector<int64_t> shape;   // row-major; a linear layer is [out_features, in_features]
-    QuantScales scales;             // kF8E4M3 and kI8 only
+    QuantScales scales;             // kF8E4M3, kI8 and kQ4 only
 
     bool present() const { return data != nullptr; }
     int64_t rows() const { return shape.empty() ? 0 : shape[0]; }

@@ -244,7 +244,7 @@ TEST(Fp8OnLoad, AQuantizedCheckpointOrAnUnknownValueIsRefused) {
     EXPECT_NE(ckpt.status().message().find(dir.path() + "/config.json"), std::string::npos);
     auto bad = model::parse_load_quantization("int4");
     ASSERT_FALSE(bad.ok());
-    EXPECT_EQ(bad.status().message(), "--quantization must be none, fp8 or int8, not 'int4'");
+    EXPECT_EQ(bad.status().message(), "--quantization must be none, fp8, int8 or q4, not 'int4'");
     EXPECT_EQ(*model::parse_load_quantization("fp8"), model::LoadQuantization::kFp8);
     EXPECT_EQ(*model::parse_load_quantization("none"), model::LoadQuantization::kNone);
 }

@@ -1,11 +1,14 @@
-// --quantization int8 on the golden fixtures: the weights are the per-channel codes their definition
-// gives, the CPU runs them (int8 x int8 with per-token activations) against transformers' logits of
+// --quantization int8 on the golden fixtures: the weights (every linear and the lm_head) are the
+// per-channel codes their definition gives, the CPU runs them (int8 x int8 with per-token activations) against transformers' logits of
 // the unquantized weights (relative error and top-1 agreement printed and bounded) and against the
 // bf16 run of the same checkpoint; CUDA refuses int8 weights by name.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
+#include <cstring>
+#include <utility>
+#include <vector>
 
 #include "backend/cpu/cpu_features.h"
 #include "base/dtype.h"
@@ -64,32 +67,45 @@ TEST_P(Int8GoldenTest, WeightsArePerChannelCodesOfTheStoredWeights) {
     const auto& q = int8_->weights().layers;
     const auto& b = bf16_->weights().layers;
     ASSERT_EQ(q.size(), b.size());
+    // (quantized, stored): every linear of every layer, and the lm_head.
+    std::vector<std::pair<const model::WeightTensor*, const model::WeightTensor*>> pairs = {
+        {&int8_->weights().lm_head, &bf16_->weights().lm_head}};
     for (size_t l = 0; l < q.size(); ++l) {
-        const model::WeightTensor* mine[] = {&q[l].q_proj, &q[l].k_proj, &q[l].v_proj, &q[l].o_proj, &q[l].gate_proj, &q[l].up_proj, &q[l].down_proj};
-        const model::WeightTensor* stored[] = {&b[l].q_proj, &b[l].k_proj, &b[l].v_proj, &b[l].o_proj, &b[l].gate_proj, &b[l].up_proj, &b[l].down_proj};
-        for (int i = 0; i < 7; ++i) {
-            SCOPED_TRACE(::testing::Message() << "layer " << l << " linear " << i);
-            const model::WeightTensor& t = *mine[i];
-            ASSERT_EQ(t.dtype, DType::kI8);
-            ASSERT_EQ(t.shape, stored[i]->shape);
-            ASSERT_EQ(t.scales.dtype, DType::kF32);
-            ASSERT_EQ(t.scales.block_rows, 1);
-            ASSERT_EQ(t.scales.block_cols, t.cols());
-            const auto* codes = static_cast<const int8_t*>(t.data);
-            const auto* scales = static_cast<const float*>(t.scales.data);
-            for (int64_t r = 0; r < t.rows(); ++r) {
-                float amax = 0.0f;
-                for (int64_t c = 0; c < t.cols(); ++c)
-                    amax = std::max(amax, std::fabs(load_as_f32(stored[i]->data, stored[i]->dtype, r * t.cols() + c)));
-                ASSERT_EQ(scales[r], amax / 127.0f) << "row " << r;
-                for (int64_t c = 0; c < t.cols(); ++c) {
-                    const float w = load_as_f32(stored[i]->data, stored[i]->dtype, r * t.cols() + c);
-                    ASSERT_EQ(codes[r * t.cols() + c], static_cast<int8_t>(std::lround(w / scales[r])))
-                        << "row " << r << " col " << c;
-                }
+        for (auto member : {&model::LayerWeights::q_proj, &model::LayerWeights::k_proj, &model::LayerWeights::v_proj,
+                            &model::LayerWeights::o_proj, &model::LayerWeights::gate_proj, &model::LayerWeights::up_proj,
+                            &model::LayerWeights::down_proj}) {
+            pairs.emplace_back(&(q[l].*member), &(b[l].*member));
+        }
+    }
+    for (size_t i = 0; i < pairs.size(); ++i) {
+        SCOPED_TRACE(::testing::Message() << "tensor " << i << " (0: lm_head, then 7 per layer)");
+        const model::WeightTensor& t = *pairs[i].first;
+        const model::WeightTensor& stored = *pairs[i].second;
+        ASSERT_EQ(t.dtype, DType::kI8);
+        ASSERT_EQ(t.shape, stored.shape);
+        ASSERT_EQ(t.scales.dtype, DType::kF32);
+        ASSERT_EQ(t.scales.block_rows, 1);
+        ASSERT_EQ(t.scales.block_cols, t.cols());
+        const auto* codes = static_cast<const int8_t*>(t.data);
+        const auto* scales = static_cast<const float*>(t.scales.data);
+        for (int64_t r = 0; r < t.rows(); ++r) {
+            float amax = 0.0f;
+            for (int64_t c = 0; c < t.cols(); ++c)
+                amax = std::max(amax, std::fabs(load_as_f32(stored.data, stored.dtype, r * t.cols() + c)));
+            ASSERT_EQ(scales[r], amax / 127.0f) << "row " << r;
+            for (int64_t c = 0; c < t.cols(); ++c) {
+                const float w = load_as_f32(stored.data, stored.dtype, r * t.cols() + c);
+                ASSERT_EQ(codes[r * t.cols() + c], static_cast<int8_t>(std::lround(w / scales[r])))
+                    << "row " << r << " col " << c;
             }
         }
     }
+    // The embedding rows stay as stored, tied or not.
+    EXPECT_EQ(int8_->weights().embed_tokens.dtype, bf16_->weights().embed_tokens.dtype);
+    const model::WeightTensor& embed = int8_->weights().embed_tokens;
+    EXPECT_EQ(std::memcmp(embed.data, bf16_->weights().embed_tokens.data,
+                          static_cast<size_t>(embed.num_elements() * dtype_size_bytes(embed.dtype))),
+              0);
 }
 
 TEST_P(Int8GoldenTest, CpuLogitsAreCloseToTransformersAndToBf16) {

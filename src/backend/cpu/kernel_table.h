@@ -18,20 +18,24 @@ struct LinearProblem {
     float* y = nullptr;        // [m, n]
     int64_t m = 0, n = 0, k = 0;
     const float* w_scale = nullptr;  // kI8 weights: row n means w[n, :] * w_scale[n]
+    const uint16_t* q4_scales = nullptr;  // kQ4 weights: f16 group scales (base/q4_layout.h)
 };
 
-// x quantized for int8 weights (linear_i8), per row i: scale[i] = amax(x[i, :]) / 127 and codes
-// q[i, c] = rint(x[i, c] * 127 / amax) in [-127, 127] (a zero row: scale 0, codes 0), stored as the
-// bytes q + 128 (vpdpbusd's unsigned operand), rows `stride` bytes apart: k rounded up to 64, the
-// padding 128 (code 0). 64-byte aligned.
+// x quantized for int8 and 4-bit weights (linear_i8, linear_q4), per row i: scale[i] = amax(x[i, :]) /
+// 127 and codes q[i, c] = rint(x[i, c] * 127 / amax) in [-127, 127] (a zero row: scale 0, codes 0),
+// stored as the bytes q + 128 (vpdpbusd's unsigned operand), rows `stride` bytes apart: k rounded up
+// to 128 (one 4-bit weight line), the padding 128 (code 0). 64-byte aligned. For 4-bit weights also
+// group_sums[i * (stride / 32) + g] = float(sum of the codes q[i, 32 g : 32 g + 32]) (else null).
 struct Int8Rows {
     const uint8_t* codes = nullptr;
     const float* scales = nullptr;
     int64_t stride = 0;
+    const float* group_sums = nullptr;
 };
-inline int64_t int8_rows_stride(int64_t k) { return (k + 63) / 64 * 64; }
-// Quantizes row x[0:k) as above into codes[0:stride) and *scale.
-void quantize_row_int8(const float* x, int64_t k, uint8_t* codes, float* scale);
+inline int64_t int8_rows_stride(int64_t k) { return (k + 127) / 128 * 128; }
+// Quantizes row x[0:k) as above into codes[0:stride) and *scale; and, when group_sums is not null,
+// the stride / 32 sums of its groups.
+void quantize_row_int8(const float* x, int64_t k, uint8_t* codes, float* scale, float* group_sums = nullptr);
 
 // The largest k linear_i8 takes: its int32 sums hold 2 * 127 * 128 * k.
 inline constexpr int64_t kInt8MaxK = int64_t{1} << 16;
@@ -93,6 +97,13 @@ struct KernelTable {
     // column ranges; needs no scratch.
     void (*linear_i8)(const LinearProblem& p, const Int8Rows& x, int64_t n_begin, int64_t n_end);
     const char* linear_i8_path;  // "avx512_vnni", "avx2" or "portable"
+    // 4-bit weights (p.w_dtype kQ4, p.q4_scales; base/q4_layout.h), x quantized with group sums:
+    //   y[i, j] = x.scales[i] * sum_g scale[j, g] * (sum_{c in g} q[i, c] * u[j, c] - 8 * group_sums[i, g]),
+    // where u are the stored nibbles: the integer sums of each group exact, the groups summed in fp32
+    // (in an order that differs between paths: they agree within fp32 rounding of those terms).
+    // Thread-safe for disjoint column ranges; needs no scratch.
+    void (*linear_q4)(const LinearProblem& p, const Int8Rows& x, int64_t n_begin, int64_t n_end);
+    const char* linear_q4_path;  // "avx512_vnni", "avx2" or "portable"
 
     // x[j] = exp(scale * x[j] - max) / sum_i exp(scale * x[i] - max)   for j < n (n >= 1).
     void (*softmax)(float* x, int64_t n, float scale);
@@ -108,6 +119,7 @@ inline const KernelTable& active_kernels() { return kernels_for(active_simd_leve
 namespace portable {
     float dot(const float* a, const float* b, int64_t n);  // shared by the portable kernels
     void linear_i8(const LinearProblem& p, const Int8Rows& x, int64_t n_begin, int64_t n_end);
+    void linear_q4(const LinearProblem& p, const Int8Rows& x, int64_t n_begin, int64_t n_end);
     void gemv(const LinearProblem& p, int64_t n_begin, int64_t n_end, const void* next_rows, float* scratch);
     void gemm(const LinearProblem& p, int64_t n_begin, int64_t n_end, float* scratch);
     void dot_rows(const float* q, const float* rows, int64_t row_stride, int64_t num_rows, int64_t dim,
@@ -128,6 +140,7 @@ namespace portable {
 #if defined(HICHAT_CPU_X86_KERNELS)
 namespace avx2 {
     void linear_i8(const LinearProblem& p, const Int8Rows& x, int64_t n_begin, int64_t n_end);
+    void linear_q4(const LinearProblem& p, const Int8Rows& x, int64_t n_begin, int64_t n_end);
     void gemv(const LinearProblem& p, int64_t n_begin, int64_t n_end, const void* next_rows, float* scratch);
     void gemm(const LinearProblem& p, int64_t n_begin, int64_t n_end, float* scratch);
     void dot_rows(const float* q, const float* rows, int64_t row_stride, int64_t num_rows, int64_t dim,
@@ -165,6 +178,7 @@ namespace avx512 {
 }  // namespace avx512
 namespace avx512_vnni {  // needs AVX512_VNNI besides the AVX-512 level (cpu_has_avx512_vnni())
     void linear_i8(const LinearProblem& p, const Int8Rows& x, int64_t n_begin, int64_t n_end);
+    void linear_q4(const LinearProblem& p, const Int8Rows& x, int64_t n_begin, int64_t n_end);
 }  // namespace avx512_vnni
 namespace avx512_bf16 {  // bf16 weights; other dtypes go to avx512::gemv / gemm
     void gemv(const LinearProblem& p, int64_t n_begin, int64_t n_end, const void* next_rows, float* scratch);

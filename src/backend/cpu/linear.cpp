@@ -10,9 +10,13 @@
 #include "backend/cpu/ops.h"
 #include "backend/cpu/weight_reader.h"
 #include "base/check.h"
+#include "base/q4_layout.h"
 
 namespace hichat::cpu {
 namespace {
+
+// Weights whose products are integer sums over quantized activations (linear_i8, linear_q4).
+bool is_integer(DType t) { return t == DType::kI8 || t == DType::kQ4; }
 
 // The calling thread's kernel scratch, at least `num_floats` long: grows when a larger m needs it, and
 // is otherwise reused for the thread's life.
@@ -30,16 +34,19 @@ float* thread_scratch(int64_t num_floats) {
     return scratch.get();
 }
 
-// x quantized for int8 weights into the calling thread's reused buffer (grown when a larger m * k
-// needs it): rows split over the pool's threads when there are many.
-Int8Rows quantize_x(const float* x, int64_t m, int64_t k, ThreadPool& pool) {
+// x quantized for int8 or 4-bit weights (with its group sums: `group_sums`) into the calling thread's
+// reused buffers (grown when a larger m * k needs it): rows split over the pool's threads when there
+// are many.
+Int8Rows quantize_x(const float* x, int64_t m, int64_t k, bool group_sums, ThreadPool& pool) {
     struct AlignedFree {
         void operator()(uint8_t* p) const { ::operator delete[](p, std::align_val_t{64}); }
     };
     thread_local std::unique_ptr<uint8_t[], AlignedFree> codes;
     thread_local int64_t capacity = 0;
-    thread_local std::vector<float> scales;
+    thread_local std::vector<float> scales, sums;
     const int64_t stride = int8_rows_stride(k);
+    const int64_t sums_stride = group_sums ? stride / kQ4Group : 0;
+    if (static_cast<int64_t>(sums.size()) < m * sums_stride) sums.resize(static_cast<size_t>(m * sums_stride));
     if (capacity < m * stride) {
         codes.reset(static_cast<uint8_t*>(::operator new[](static_cast<size_t>(m * stride), std::align_val_t{64})));
         capacity = m * stride;
@@ -48,8 +55,12 @@ Int8Rows quantize_x(const float* x, int64_t m, int64_t k, ThreadPool& pool) {
     // The calling thread's buffers, named here: in the pool's threads `codes` would be their own.
     uint8_t* const out_codes = codes.get();
     float* const out_scales = scales.data();
+    float* const out_sums = group_sums ? sums.data() : nullptr;
     auto rows = [=](int64_t begin, int64_t end) {
-        for (int64_t i = begin; i < end; ++i) quantize_row_int8(x + i * k, k, out_codes + i * stride, &out_scales[i]);
+        for (int64_t i = begin; i < end; ++i) {
+            quantize_row_int8(x + i * k, k, out_codes + i * stride, &out_scales[i],
+                              out_sums != nullptr ? out_sums + i * sums_stride : nullptr);
+        }
     };
     constexpr int64_t kRowsPerThreadMin = 8;
     const int num_threads = pool.num_threads();
@@ -58,7 +69,7 @@ Int8Rows quantize_x(const float* x, int64_t m, int64_t k, ThreadPool& pool) {
     } else {
         pool.run([&](int t) { rows(m * t / num_threads, m * (t + 1) / num_threads); });
     }
-    return Int8Rows{out_codes, out_scales, stride};
+    return Int8Rows{out_codes, out_scales, stride, out_sums};
 }
 
 void add_bias(const WeightTensor& bias, const LinearProblem& p, int64_t n_begin, int64_t n_end) {
@@ -86,18 +97,25 @@ std::vector<Part>& make_parts(const float* x, int64_t m, std::span<const LinearO
         CHECK(w.present());
         CHECK(w.dtype != DType::kF8E4M3) << "FP8 weights reach the CPU kernels dequantized (model/fp8_dequant.h)";
         CHECK_EQ(w.cols(), outputs[0].w->cols()) << "fused linear weights must share k";
-        CHECK((w.dtype == DType::kI8) == (outputs[0].w->dtype == DType::kI8)) << "fused linear weights: all int8 or none";
+        CHECK(w.dtype == outputs[0].w->dtype || !(is_integer(w.dtype) || is_integer(outputs[0].w->dtype)))
+            << "fused linear weights: all int8, all 4-bit or neither";
         if (w.dtype == DType::kI8) {
             CHECK(w.scales.dtype == DType::kF32 && w.scales.block_rows == 1 && w.scales.block_cols == w.cols())
                 << "int8 weights need one f32 scale per row";
             CHECK_LE(w.cols(), kInt8MaxK) << "int8 linear: k";
+        }
+        if (w.dtype == DType::kQ4) {
+            CHECK(w.scales.dtype == DType::kF16 && w.scales.block_rows == 1 && w.scales.block_cols == kQ4Group)
+                << "4-bit weights need f16 scales per group of 32 (base/q4_layout.h)";
         }
         const bool has_bias = out.bias != nullptr && out.bias->present();
         if (has_bias) {
             CHECK_EQ(out.bias->num_elements(), w.rows()) << "linear bias size";
         }
         const auto* w_scale = w.dtype == DType::kI8 ? static_cast<const float*>(w.scales.data) : nullptr;
-        Part part{LinearProblem{x, w.data, w.dtype, out.y, m, w.rows(), w.cols(), w_scale}, has_bias ? out.bias : nullptr};
+        const auto* q4_scales = w.dtype == DType::kQ4 ? static_cast<const uint16_t*>(w.scales.data) : nullptr;
+        Part part{LinearProblem{x, w.data, w.dtype, out.y, m, w.rows(), w.cols(), w_scale, q4_scales},
+                  has_bias ? out.bias : nullptr};
         if (m > 0 && part.p.k == 0) {
             std::fill(out.y, out.y + m * part.p.n, 0.0f);
             if (has_bias) add_bias(*out.bias, part.p, 0, part.p.n);
@@ -120,9 +138,11 @@ void linear_fused(const float* x, int64_t m, std::span<const LinearOutput> outpu
     std::vector<Part>& parts = make_parts(x, m, outputs);
     if (m <= 0 || parts[0].p.k == 0) return;  // k == 0: make_parts has written y (all share k)
     const KernelTable& kernels = active_kernels();
-    // int8 weights: x quantized once for all the outputs; linear_i8 streams each weight once for all m.
-    const bool int8 = parts[0].p.w_dtype == DType::kI8;
-    const Int8Rows xq = int8 ? quantize_x(x, m, parts[0].p.k, pool) : Int8Rows{};
+    // int8 and 4-bit weights: x quantized once for all the outputs; linear_i8 / linear_q4 stream each
+    // weight once for all m.
+    const bool int8 = is_integer(parts[0].p.w_dtype);
+    const bool q4 = parts[0].p.w_dtype == DType::kQ4;
+    const Int8Rows xq = int8 ? quantize_x(x, m, parts[0].p.k, q4, pool) : Int8Rows{};
     const bool use_gemm = !int8 && m > kernels.max_gemv_rows;  // GEMV streams each weight once for all m rows
     const int64_t unit = use_gemm ? kernels.gemm_panel_cols : 16;  // rows split at multiples of this
     int64_t num_units = 0;
@@ -148,7 +168,9 @@ void linear_fused(const float* x, int64_t m, std::span<const LinearOutput> outpu
             const int64_t n_begin = std::min(part.p.n, (std::max(unit_begin, part.first_unit) - part.first_unit) * unit);
             const int64_t n_end = std::min(part.p.n, (std::max(unit_end, part.first_unit) - part.first_unit) * unit);
             if (n_begin >= n_end) continue;
-            if (int8) {
+            if (q4) {
+                kernels.linear_q4(part.p, xq, n_begin, n_end);
+            } else if (int8) {
                 kernels.linear_i8(part.p, xq, n_begin, n_end);
             } else if (use_gemm) {
                 kernels.gemm(part.p, n_begin, n_end, thread_scratch(gemm_scratch_floats(m)));

@@ -54,7 +54,8 @@ void with_loader(DType dtype, Fn&& fn) {
         case DType::kF16: return fn(F16Loader{});
         case DType::kF32: return fn(F32Loader{});
         case DType::kF8E4M3:  // refused by cpu::linear
-        case DType::kI8: break;   // linear_i8
+        case DType::kI8:      // linear_i8
+        case DType::kQ4: break;   // linear_q4
     }
 }
 

@@ -1,29 +1,46 @@
-// The int8 activations of linear_i8 (every level) and the portable linear_i8: plain integer loops,
-// the reference the SIMD paths must equal exactly.
+// The int8 activations of linear_i8 and linear_q4 (every level) and the portable linear_i8 and
+// linear_q4: plain integer loops, the reference the SIMD paths must equal (exactly for int8; for
+// 4-bit weights within the fp32 rounding of summing the groups in another order).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 
 #include "backend/cpu/kernel_table.h"
+#include "base/dtype.h"
+#include "base/q4_layout.h"
 
 namespace hichat::cpu {
 
-void quantize_row_int8(const float* x, int64_t k, uint8_t* codes, float* scale) {
+namespace {
+
+// The sums of the signed codes (bytes - 128) of each group of 32 of a quantized row.
+void sum_groups(const uint8_t* codes, int64_t stride, float* group_sums) {
+    for (int64_t g = 0; g < stride / kQ4Group; ++g) {
+        int32_t sum = 0;
+        for (int64_t c = g * kQ4Group; c < (g + 1) * kQ4Group; ++c) sum += static_cast<int32_t>(codes[c]) - 128;
+        group_sums[g] = static_cast<float>(sum);
+    }
+}
+
+}  // namespace
+
+void quantize_row_int8(const float* x, int64_t k, uint8_t* codes, float* scale, float* group_sums) {
     float amax = 0.0f;
     for (int64_t c = 0; c < k; ++c) amax = std::max(amax, std::fabs(x[c]));
     const int64_t stride = int8_rows_stride(k);
     if (!(amax > 0.0f) || !std::isfinite(amax)) {  // a zero row; an infinite one gives inf * 0: NaN out
         *scale = amax;
         std::fill(codes, codes + stride, uint8_t{128});
-        return;
+    } else {
+        *scale = amax / 127.0f;
+        const float inv = 127.0f / amax;
+        for (int64_t c = 0; c < k; ++c) {
+            const float q = std::clamp(std::nearbyint(x[c] * inv), -127.0f, 127.0f);
+            codes[c] = static_cast<uint8_t>(static_cast<int>(q) + 128);
+        }
+        std::fill(codes + k, codes + stride, uint8_t{128});
     }
-    *scale = amax / 127.0f;
-    const float inv = 127.0f / amax;
-    for (int64_t c = 0; c < k; ++c) {
-        const float q = std::clamp(std::nearbyint(x[c] * inv), -127.0f, 127.0f);
-        codes[c] = static_cast<uint8_t>(static_cast<int>(q) + 128);
-    }
-    std::fill(codes + k, codes + stride, uint8_t{128});
+    if (group_sums != nullptr) sum_groups(codes, stride, group_sums);
 }
 
 namespace portable {
@@ -36,6 +53,26 @@ void linear_i8(const LinearProblem& p, const Int8Rows& x, int64_t n_begin, int64
             int32_t dot = 0;
             for (int64_t c = 0; c < p.k; ++c) dot += (static_cast<int32_t>(q[c]) - 128) * w[c];
             p.y[i * p.n + j] = (x.scales[i] * p.w_scale[j]) * static_cast<float>(dot);
+        }
+    }
+}
+
+void linear_q4(const LinearProblem& p, const Int8Rows& x, int64_t n_begin, int64_t n_end) {
+    const int64_t groups = q4_groups(p.k), row_bytes = q4_row_bytes(p.k);
+    for (int64_t i = 0; i < p.m; ++i) {
+        const uint8_t* q = x.codes + i * x.stride;
+        const float* sums = x.group_sums + i * (x.stride / kQ4Group);
+        for (int64_t j = n_begin; j < n_end; ++j) {
+            const uint8_t* w = static_cast<const uint8_t*>(p.w) + j * row_bytes;
+            float acc = 0.0f;
+            for (int64_t g = 0; g < groups; ++g) {
+                int32_t dot = 0;
+                for (int64_t c = g * kQ4Group; c < (g + 1) * kQ4Group; ++c)
+                    dot += (static_cast<int32_t>(q[c]) - 128) * q4_code(w, c);
+                const float term = static_cast<float>(dot) - kQ4ZeroCode * sums[g];
+                acc += f16_to_f32(p.q4_scales[j * groups + g]) * term;
+            }
+            p.y[i * p.n + j] = x.scales[i] * acc;
         }
     }
 }

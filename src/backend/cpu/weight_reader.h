@@ -32,6 +32,8 @@ void with_weight_reader(const void* data, DType dtype, Fn&& fn) {
         case DType::kF8E4M3: CHECK(false) << "FP8 weights reach the CPU kernels dequantized (model/fp8_dequant.h)";
             return;
         case DType::kI8: CHECK(false) << "int8 weights are linear layers' only (linear_i8)";
+            return;
+        case DType::kQ4: CHECK(false) << "4-bit weights are linear layers' only (linear_q4)";
     }
 }
 

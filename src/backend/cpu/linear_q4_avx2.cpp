@@ -1,0 +1,113 @@
+// linear_q4() for AVX2 (and AVX-512 CPUs without VNNI). Each 32-byte half of a weight line
+// (base/q4_layout.h) holds two groups of 32: its low nibbles one, its high nibbles the group 64
+// elements on. vpmaddubsw multiplies the nibbles (unsigned) by 32 activation codes (made signed again,
+// bytes ^ 0x80) and adds pairs into int16 (at most 2 * 15 * 127: nothing saturates), vpmaddwd by ones
+// adds those pairs into int32 lanes: the group's exact integer sum in 8 lanes, converted to fp32 and
+// multiplied by its scale. The stored codes are w + 8; the 8 is taken back once per row as
+// 8 * sum_g scale_g * group_sum_g. Compiled with -mavx2 -mfma -mf16c (CMakeLists.txt).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "backend/cpu/kernel_table.h"
+#include "base/dtype.h"
+#include "base/q4_layout.h"
+
+namespace hichat::cpu::avx2 {
+namespace {
+
+constexpr int kMaxTokens = 2;       // rows of x per register block (16 ymm registers)
+constexpr int64_t kChunkRows = 64;  // weight rows kept in L2 while every row of x passes over them
+
+template <int M>
+constexpr int rows_per_block() {
+    return M == 1 ? 4 : 2;
+}
+
+float reduce_add(__m256 v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+
+// The exact sum of the 32 products u * q as fp32 lanes (8 of them).
+inline __m256 group_dot(__m256i nibbles, __m256i x) {
+    const __m256i pairs = _mm256_maddubs_epi16(nibbles, x);
+    return _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+}
+
+template <int M, int R>
+void block(const LinearProblem& p, const Int8Rows& x, int64_t i0, int64_t r0) {
+    const int64_t lines = q4_lines(p.k), groups = q4_groups(p.k), row_bytes = q4_row_bytes(p.k);
+    const uint8_t* w = static_cast<const uint8_t*>(p.w) + r0 * row_bytes;
+    const uint16_t* scales = p.q4_scales + r0 * groups;
+    const uint8_t* xr[M];
+    for (int i = 0; i < M; ++i) xr[i] = x.codes + (i0 + i) * x.stride;
+    const __m256i nibble = _mm256_set1_epi8(0x0f);
+    const __m256i sign = _mm256_set1_epi8(static_cast<char>(0x80));
+    __m256 acc[M][R];
+    for (int i = 0; i < M; ++i)
+        for (int r = 0; r < R; ++r) acc[i][r] = _mm256_setzero_ps();
+    for (int64_t line = 0; line < lines; ++line) {
+        for (int r = 0; r < R; ++r) {
+            alignas(16) float s[4];
+            _mm_store_ps(s, _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + r * groups + line * 4))));
+            const uint8_t* wl = w + r * row_bytes + line * 64;
+            for (int half = 0; half < 2; ++half) {  // groups `half` and `half + 2` of the line
+                const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wl + 32 * half));
+                const __m256i lo = _mm256_and_si256(bytes, nibble);
+                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), nibble);
+                const __m256 s_lo = _mm256_broadcast_ss(&s[half]);
+                const __m256 s_hi = _mm256_broadcast_ss(&s[half + 2]);
+                for (int i = 0; i < M; ++i) {
+                    const uint8_t* xl = xr[i] + line * 128 + 32 * half;
+                    const __m256i x_lo = _mm256_xor_si256(_mm256_load_si256(reinterpret_cast<const __m256i*>(xl)), sign);
+                    const __m256i x_hi = _mm256_xor_si256(_mm256_load_si256(reinterpret_cast<const __m256i*>(xl + 64)), sign);
+                    acc[i][r] = _mm256_fmadd_ps(group_dot(lo, x_lo), s_lo, acc[i][r]);
+                    acc[i][r] = _mm256_fmadd_ps(group_dot(hi, x_hi), s_hi, acc[i][r]);
+                }
+            }
+        }
+    }
+    const int64_t sums_stride = x.stride / kQ4Group;
+    for (int r = 0; r < R; ++r) {
+        for (int i = 0; i < M; ++i) {
+            const float* sums = x.group_sums + (i0 + i) * sums_stride;
+            __m256 z = _mm256_setzero_ps();
+            for (int64_t g = 0; g + 8 <= groups; g += 8) {
+                const __m256 s = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + r * groups + g)));
+                z = _mm256_fmadd_ps(s, _mm256_loadu_ps(sums + g), z);
+            }
+            float zero = reduce_add(z);
+            for (int64_t g = groups / 8 * 8; g < groups; ++g) zero += f16_to_f32(scales[r * groups + g]) * sums[g];
+            p.y[(i0 + i) * p.n + r0 + r] = x.scales[i0 + i] * (reduce_add(acc[i][r]) - kQ4ZeroCode * zero);
+        }
+    }
+}
+
+template <int M>
+void rows_for_tokens(const LinearProblem& p, const Int8Rows& x, int64_t i0, int64_t r_begin, int64_t r_end) {
+    constexpr int R = rows_per_block<M>();
+    int64_t r = r_begin;
+    for (; r + R <= r_end; r += R) block<M, R>(p, x, i0, r);
+    for (; r < r_end; ++r) block<M, 1>(p, x, i0, r);
+}
+
+}  // namespace
+
+void linear_q4(const LinearProblem& p, const Int8Rows& x, int64_t n_begin, int64_t n_end) {
+    for (int64_t chunk = n_begin; chunk < n_end; chunk += kChunkRows) {
+        const int64_t chunk_end = std::min(n_end, chunk + kChunkRows);
+        for (int64_t i0 = 0; i0 < p.m; i0 += kMaxTokens) {
+            if (p.m - i0 >= 2) {
+                rows_for_tokens<2>(p, x, i0, chunk, chunk_end);
+            } else {
+                rows_for_tokens<1>(p, x, i0, chunk, chunk_end);
+            }
+        }
+    }
+}
+
+}  // namespace hichat::cpu::avx2

@@ -1,0 +1,223 @@
+// 4-bit linear layers (base/q4_layout.h): the activations' group sums against their definition, and
+// linear() on 4-bit weights against the exact integer sums of each group combined in double, at every
+// SIMD level (each names the 4-bit path it ran), on awkward shapes (k not a multiple of a group or of
+// a line, n not a multiple of a register block, m across the decode and prefill blocking), fused
+// outputs with biases, and every code at its extremes. Bound: the paths sum the groups' fp32 terms
+// in different orders, so |y - ref| <= 4e-6 * x_scale * sum_g |scale_g| * (|dot_g| + 8 |sum_g|) (the
+// fp32 rounding of that many terms); one element missed or wrong moves y by about 1e-4 of that.
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <random>
+
+#include "backend/cpu/kernel_table.h"
+#include "backend/cpu/ops.h"
+#include "base/q4_layout.h"
+#include "op_test_util.h"
+
+namespace hichat::cpu {
+namespace {
+
+using testing::ForcedLevelTest;
+
+struct Q4Weights {
+    std::vector<uint8_t> codes;    // [n, k] unpacked, 0..15
+    std::vector<uint8_t> packed;   // [n, q4_row_bytes(k)]
+    std::vector<uint16_t> scales;  // [n, q4_groups(k)] f16
+    model::WeightTensor tensor;
+};
+
+// Packs codes[n, k] (the padding past k: code 8) as base/q4_layout.h describes.
+std::vector<uint8_t> pack(const std::vector<uint8_t>& codes, int64_t n, int64_t k) {
+    const int64_t row_bytes = q4_row_bytes(k);
+    std::vector<uint8_t> packed(static_cast<size_t>(n * row_bytes));
+    for (int64_t j = 0; j < n; ++j) {
+        for (int64_t c = 0; c < q4_lines(k) * kQ4LineElements; ++c) {
+            const int code = c < k ? codes[j * k + c] : kQ4ZeroCode;
+            uint8_t& byte = packed[j * row_bytes + (c / kQ4LineElements) * 64 + c % 64];
+            byte = static_cast<uint8_t>(c % kQ4LineElements < 64 ? (byte & 0xf0) | code : (byte & 0x0f) | (code << 4));
+        }
+    }
+    return packed;
+}
+
+Q4Weights random_q4_weights(int64_t n, int64_t k, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_int_distribution<int> code(0, 15);
+    std::uniform_real_distribution<float> scale(-1e-2f, 1e-2f);  // Q4_0-style scales are often negative
+    Q4Weights w;
+    w.codes.resize(static_cast<size_t>(n * k));
+    for (uint8_t& c : w.codes) c = static_cast<uint8_t>(code(rng));
+    w.packed = pack(w.codes, n, k);
+    const int64_t groups = q4_groups(k);
+    w.scales.assign(static_cast<size_t>(n * groups), 0);
+    for (int64_t j = 0; j < n; ++j)
+        for (int64_t g = 0; g * kQ4Group < k; ++g) w.scales[j * groups + g] = f32_to_f16(scale(rng));
+    w.tensor.data = w.packed.data();
+    w.tensor.dtype = DType::kQ4;
+    w.tensor.shape = {n, k};
+    w.tensor.scales = {.data = w.scales.data(), .dtype = DType::kF16, .block_rows = 1, .block_cols = kQ4Group};
+    return w;
+}
+
+// The reference and its bound: y[i, j] from the exact integer sums of each group, in double.
+struct Reference {
+    std::vector<double> y, bound;
+};
+
+Reference reference_q4(const std::vector<float>& x, int64_t m, int64_t k, const Q4Weights& w,
+                       const std::vector<float>* bias) {
+    const int64_t n = w.tensor.rows(), stride = int8_rows_stride(k), groups = q4_groups(k);
+    Reference ref;
+    ref.y.resize(static_cast<size_t>(m * n));
+    ref.bound.resize(static_cast<size_t>(m * n));
+    std::vector<uint8_t> codes(static_cast<size_t>(stride));
+    for (int64_t i = 0; i < m; ++i) {
+        float xs = 0.0f;
+        quantize_row_int8(x.data() + i * k, k, codes.data(), &xs);
+        for (int64_t j = 0; j < n; ++j) {
+            double y = 0.0, magnitude = 0.0;
+            for (int64_t g = 0; g < groups; ++g) {
+                int64_t dot = 0, sum = 0;
+                for (int64_t c = g * kQ4Group; c < std::min(k, (g + 1) * kQ4Group); ++c) {
+                    dot += (int64_t{codes[c]} - 128) * w.codes[j * k + c];
+                    sum += int64_t{codes[c]} - 128;
+                }
+                const double s = f16_to_f32(w.scales[j * groups + g]);
+                y += s * static_cast<double>(dot - kQ4ZeroCode * sum);
+                magnitude += std::fabs(s) * (std::fabs(static_cast<double>(dot)) + kQ4ZeroCode * std::fabs(static_cast<double>(sum)));
+            }
+            ref.y[i * n + j] = xs * y + (bias ? (*bias)[j] : 0.0);
+            ref.bound[i * n + j] = 4e-6 * xs * magnitude + (bias ? 1e-7 * std::fabs((*bias)[j]) : 0.0) + 1e-30;
+        }
+    }
+    return ref;
+}
+
+void expect_near_reference(const std::vector<float>& y, const Reference& ref) {
+    ASSERT_EQ(y.size(), ref.y.size());
+    int failures = 0;
+    for (size_t e = 0; e < y.size() && failures < 5; ++e) {
+        if (!(std::fabs(y[e] - ref.y[e]) <= ref.bound[e])) {
+            ++failures;
+            ADD_FAILURE() << "element " << e << ": " << y[e] << " vs " << ref.y[e] << " (bound " << ref.bound[e] << ")";
+        }
+    }
+}
+
+TEST(QuantizeRowInt8, GroupSumsAreTheSumsOfEach32Codes) {
+    for (int64_t k : {1, 31, 32, 33, 127, 128, 129, 300}) {
+        std::vector<float> x = testing::random_floats(static_cast<size_t>(k), static_cast<uint32_t>(k) + 7);
+        const int64_t stride = int8_rows_stride(k);
+        ASSERT_EQ(stride % kQ4LineElements, 0);
+        std::vector<uint8_t> codes(static_cast<size_t>(stride));
+        std::vector<float> sums(static_cast<size_t>(stride / kQ4Group), NAN);
+        float scale = 0.0f;
+        quantize_row_int8(x.data(), k, codes.data(), &scale, sums.data());
+        for (int64_t g = 0; g < stride / kQ4Group; ++g) {
+            int sum = 0;
+            for (int64_t c = g * kQ4Group; c < (g + 1) * kQ4Group; ++c) sum += int{codes[c]} - 128;
+            EXPECT_EQ(sums[g], static_cast<float>(sum)) << "k=" << k << " group " << g;
+        }
+    }
+}
+
+class LinearQ4Test : public ForcedLevelTest {
+protected:
+    void SetUp() override {
+        ForcedLevelTest::SetUp();
+        if (IsSkipped()) return;
+        std::printf("level %s: 4-bit path %s\n", std::string(simd_level_name(active_simd_level())).c_str(),
+                    active_kernels().linear_q4_path);
+    }
+};
+
+TEST_P(LinearQ4Test, MatchesTheGroupwiseIntegerReference) {
+    std::vector<std::unique_ptr<ThreadPool>> pools;
+    for (int threads : {1, 2, 3}) pools.push_back(std::make_unique<ThreadPool>(threads));
+    struct Shape {
+        int64_t m, k, n;
+    };
+    std::vector<Shape> shapes = {{1, 1, 1}, {1, 31, 3}, {1, 32, 9}, {2, 33, 7}, {3, 127, 9}, {1, 128, 17},
+                                 {4, 129, 67}, {5, 255, 1}, {1, 2048, 129}, {2, 4097, 20}, {1, 8195, 37},
+                                 {9, 1000, 65}, {17, 333, 130}, {40, 200, 33}, {111, 96, 70}};
+    uint32_t seed = 1;
+    int case_index = 0;
+    for (const Shape& s : shapes) {
+        SCOPED_TRACE(::testing::Message() << "m=" << s.m << " k=" << s.k << " n=" << s.n);
+        const Q4Weights w = random_q4_weights(s.n, s.k, seed++);
+        std::vector<float> x = testing::random_floats(static_cast<size_t>(s.m * s.k), seed++);
+        if (s.m > 2) std::fill(x.begin() + s.k, x.begin() + 2 * s.k, 0.0f);  // a zero row
+        std::vector<float> y(static_cast<size_t>(s.m * s.n), NAN);
+        linear(x.data(), s.m, w.tensor, nullptr, y.data(), *pools[static_cast<size_t>(case_index++ % 3)]);
+        expect_near_reference(y, reference_q4(x, s.m, s.k, w, nullptr));
+    }
+}
+
+// Every code at an extreme (0 and 15), activations at +-amax: the group sums at their largest, and
+// the result known in closed form (all rows of x equal, so the codes are +-127).
+TEST_P(LinearQ4Test, ExtremeCodesGiveTheClosedForm) {
+    ThreadPool pool(2);
+    const int64_t k = 4096 + 32, n = 3;
+    Q4Weights w = random_q4_weights(n, k, 9);
+    for (int64_t c = 0; c < k; ++c) {
+        w.codes[c] = 15;
+        w.codes[k + c] = 0;
+        w.codes[2 * k + c] = c % 2 ? 15 : 0;
+    }
+    w.packed = pack(w.codes, n, k);
+    w.tensor.data = w.packed.data();
+    const uint16_t one = f32_to_f16(1.0f);
+    std::fill(w.scales.begin(), w.scales.end(), uint16_t{0});
+    for (int64_t j = 0; j < n; ++j)
+        for (int64_t g = 0; g < k / kQ4Group; ++g) w.scales[j * q4_groups(k) + g] = one;
+    std::vector<float> x(static_cast<size_t>(2 * k), 1.0f);
+    std::fill(x.begin() + k, x.end(), -1.0f);
+    std::vector<float> y(static_cast<size_t>(2 * n), NAN);
+    linear(x.data(), 2, w.tensor, nullptr, y.data(), pool);
+    const float xs = 1.0f / 127.0f;
+    // Row 0: (15 - 8) * 127 per element; row 1: (0 - 8) * 127; row 2: alternately -8 and 7, so -127 / 2 per element.
+    const double want[3] = {7.0 * 127 * k, -8.0 * 127 * k, -0.5 * 127 * k};
+    for (int64_t j = 0; j < n; ++j) {
+        EXPECT_NEAR(y[j], xs * want[j], 1e-6 * std::fabs(xs * want[j])) << "row " << j;
+        EXPECT_NEAR(y[n + j], -xs * want[j], 1e-6 * std::fabs(xs * want[j])) << "row " << j << ", x negated";
+    }
+}
+
+TEST_P(LinearQ4Test, FusedOutputsWithBiasesEachMatchTheirReference) {
+    std::vector<std::unique_ptr<ThreadPool>> pools;
+    for (int threads : {1, 2, 5}) pools.push_back(std::make_unique<ThreadPool>(threads));
+    const std::vector<int64_t> rows = {64, 5, 100, 1};
+    uint32_t seed = 50;
+    for (int64_t m : {1, 3, 40}) {
+        const int64_t k = 161;
+        std::vector<float> x = testing::random_floats(static_cast<size_t>(m * k), seed++);
+        std::vector<Q4Weights> weights;
+        std::vector<testing::StoredWeights> biases;
+        std::vector<std::vector<float>> bias_values;
+        for (int64_t r : rows) {
+            weights.push_back(random_q4_weights(r, k, seed++));
+            bias_values.push_back(testing::random_floats(static_cast<size_t>(r), seed++));
+            biases.push_back(testing::store_weights(bias_values.back(), DType::kF32, {r}));
+        }
+        for (auto& pool : pools) {
+            SCOPED_TRACE(::testing::Message() << "m=" << m << " threads=" << pool->num_threads());
+            std::vector<std::vector<float>> ys;
+            std::vector<LinearOutput> outputs;
+            for (int64_t r : rows) ys.emplace_back(static_cast<size_t>(m * r), NAN);
+            for (size_t o = 0; o < rows.size(); ++o)
+                outputs.push_back({&weights[o].tensor, o % 2 == 1 ? &biases[o].tensor : nullptr, ys[o].data()});
+            linear_fused(x.data(), m, outputs, *pool);
+            for (size_t o = 0; o < rows.size(); ++o) {
+                SCOPED_TRACE(::testing::Message() << "output " << o);
+                expect_near_reference(ys[o], reference_q4(x, m, k, weights[o], o % 2 == 1 ? &bias_values[o] : nullptr));
+            }
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Levels, LinearQ4Test, ::testing::ValuesIn(testing::all_levels()),
+                         testing::level_test_name);
+
+}  // namespace
+}  // namespace hichat::cpu
