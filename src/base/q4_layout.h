@@ -3,9 +3,10 @@
 // A weight [N, K] is N rows of q4_row_bytes(K) bytes, each row whole 64-byte lines of 128 elements:
 // in line L, byte b holds element 128 L + b in its low nibble and element 128 L + 64 + b in its high
 // nibble (so one line unpacks, with a mask and a shift, into the two 64-byte halves of the activations
-// it multiplies). Nibble u means (u - 8) * scale of its group: groups of kQ4Group = 32 elements along
-// the row, q4_groups(K) f16 scales per row (row j's at j * q4_groups(K)). Past K a row holds code 8
-// (zero) and its groups past K scale 0.
+// it multiplies). Nibble u means (u - z) * scale of its group: groups of kQ4Group = 32 elements along
+// the row, q4_groups(K) f16 scales per row (row j's at j * q4_groups(K)); z = 8 for symmetric weights
+// (--quantization q4), else the group's zero code (one byte per group, laid out as the scales). Past K
+// a row holds code 8 (it multiplies the activations' zero padding) and its groups past K scale 0.
 #pragma once
 
 #include <cstdint>

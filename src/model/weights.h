@@ -18,6 +18,7 @@ struct QuantScales {
     DType dtype = DType::kF32;
     int64_t block_rows = 0, block_cols = 0;
     float input_scale = 0.0f;     // the static activation scale, 0 when activations are dynamic or unquantized
+    const uint8_t* zeros = nullptr;  // kQ4: each group's zero code, laid out as the scales; null: 8 (symmetric)
 };
 
 struct WeightTensor {

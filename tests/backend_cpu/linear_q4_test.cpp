@@ -1,10 +1,11 @@
 // 4-bit linear layers (base/q4_layout.h): the activations' group sums against their definition, and
-// linear() on 4-bit weights against the exact integer sums of each group combined in double, at every
-// SIMD level (each names the 4-bit path it ran), on awkward shapes (k not a multiple of a group or of
-// a line, n not a multiple of a register block, m across the decode and prefill blocking), fused
-// outputs with biases, and every code at its extremes. Bound: the paths sum the groups' fp32 terms
-// in different orders, so |y - ref| <= 4e-6 * x_scale * sum_g |scale_g| * (|dot_g| + 8 |sum_g|) (the
-// fp32 rounding of that many terms); one element missed or wrong moves y by about 1e-4 of that.
+// linear() on 4-bit weights, symmetric and with a zero code z per group, against the exact integer
+// sums of each group combined in double, at every SIMD level (each names the 4-bit path it ran), on
+// awkward shapes (k not a multiple of a group or of a line, n not a multiple of a register block, m
+// across the decode and prefill blocking), fused outputs with biases, and every code at its extremes.
+// Bound: the paths sum the groups' fp32 terms in different orders, so |y - ref| <= 4e-6 * x_scale *
+// sum_g |scale_g| * (|dot_g| + z |sum_g|) (the fp32 rounding of that many terms); one element missed
+// or wrong moves y by about 1e-4 of that.
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -24,6 +25,7 @@ struct Q4Weights {
     std::vector<uint8_t> codes;    // [n, k] unpacked, 0..15
     std::vector<uint8_t> packed;   // [n, q4_row_bytes(k)]
     std::vector<uint16_t> scales;  // [n, q4_groups(k)] f16
+    std::vector<uint8_t> zeros;    // [n, q4_groups(k)] zero codes; empty: symmetric (8)
     model::WeightTensor tensor;
 };
 
@@ -41,7 +43,8 @@ std::vector<uint8_t> pack(const std::vector<uint8_t>& codes, int64_t n, int64_t 
     return packed;
 }
 
-Q4Weights random_q4_weights(int64_t n, int64_t k, uint32_t seed) {
+// Symmetric (zero code 8) or with a random zero code per group, as GPTQ / AWQ checkpoints have.
+Q4Weights random_q4_weights(int64_t n, int64_t k, uint32_t seed, bool asymmetric = false) {
     std::mt19937 rng(seed);
     std::uniform_int_distribution<int> code(0, 15);
     std::uniform_real_distribution<float> scale(-1e-2f, 1e-2f);  // Q4_0-style scales are often negative
@@ -57,6 +60,11 @@ Q4Weights random_q4_weights(int64_t n, int64_t k, uint32_t seed) {
     w.tensor.dtype = DType::kQ4;
     w.tensor.shape = {n, k};
     w.tensor.scales = {.data = w.scales.data(), .dtype = DType::kF16, .block_rows = 1, .block_cols = kQ4Group};
+    if (asymmetric) {
+        w.zeros.resize(w.scales.size());
+        for (uint8_t& z : w.zeros) z = static_cast<uint8_t>(code(rng));
+        w.tensor.scales.zeros = w.zeros.data();
+    }
     return w;
 }
 
@@ -84,8 +92,9 @@ Reference reference_q4(const std::vector<float>& x, int64_t m, int64_t k, const 
                     sum += int64_t{codes[c]} - 128;
                 }
                 const double s = f16_to_f32(w.scales[j * groups + g]);
-                y += s * static_cast<double>(dot - kQ4ZeroCode * sum);
-                magnitude += std::fabs(s) * (std::fabs(static_cast<double>(dot)) + kQ4ZeroCode * std::fabs(static_cast<double>(sum)));
+                const int64_t zero = w.zeros.empty() ? kQ4ZeroCode : w.zeros[j * groups + g];
+                y += s * static_cast<double>(dot - zero * sum);
+                magnitude += std::fabs(s) * (std::fabs(static_cast<double>(dot)) + zero * std::fabs(static_cast<double>(sum)));
             }
             ref.y[i * n + j] = xs * y + (bias ? (*bias)[j] : 0.0);
             ref.bound[i * n + j] = 4e-6 * xs * magnitude + (bias ? 1e-7 * std::fabs((*bias)[j]) : 0.0) + 1e-30;
@@ -145,12 +154,15 @@ TEST_P(LinearQ4Test, MatchesTheGroupwiseIntegerReference) {
     int case_index = 0;
     for (const Shape& s : shapes) {
         SCOPED_TRACE(::testing::Message() << "m=" << s.m << " k=" << s.k << " n=" << s.n);
-        const Q4Weights w = random_q4_weights(s.n, s.k, seed++);
         std::vector<float> x = testing::random_floats(static_cast<size_t>(s.m * s.k), seed++);
         if (s.m > 2) std::fill(x.begin() + s.k, x.begin() + 2 * s.k, 0.0f);  // a zero row
-        std::vector<float> y(static_cast<size_t>(s.m * s.n), NAN);
-        linear(x.data(), s.m, w.tensor, nullptr, y.data(), *pools[static_cast<size_t>(case_index++ % 3)]);
-        expect_near_reference(y, reference_q4(x, s.m, s.k, w, nullptr));
+        for (bool asymmetric : {false, true}) {
+            SCOPED_TRACE(asymmetric ? "zero code per group" : "symmetric");
+            const Q4Weights w = random_q4_weights(s.n, s.k, seed++, asymmetric);
+            std::vector<float> y(static_cast<size_t>(s.m * s.n), NAN);
+            linear(x.data(), s.m, w.tensor, nullptr, y.data(), *pools[static_cast<size_t>(case_index++ % 3)]);
+            expect_near_reference(y, reference_q4(x, s.m, s.k, w, nullptr));
+        }
     }
 }
 
@@ -196,7 +208,7 @@ TEST_P(LinearQ4Test, FusedOutputsWithBiasesEachMatchTheirReference) {
         std::vector<testing::StoredWeights> biases;
         std::vector<std::vector<float>> bias_values;
         for (int64_t r : rows) {
-            weights.push_back(random_q4_weights(r, k, seed++));
+            weights.push_back(random_q4_weights(r, k, seed++, r % 2 == 1));
             bias_values.push_back(testing::random_floats(static_cast<size_t>(r), seed++));
             biases.push_back(testing::store_weights(bias_values.back(), DType::kF32, {r}));
         }

@@ -19,6 +19,7 @@ struct LinearProblem {
     int64_t m = 0, n = 0, k = 0;
     const float* w_scale = nullptr;  // kI8 weights: row n means w[n, :] * w_scale[n]
     const uint16_t* q4_scales = nullptr;  // kQ4 weights: f16 group scales (base/q4_layout.h)
+    const uint8_t* q4_zeros = nullptr;    // kQ4 weights: the groups' zero codes; null: 8 for every group
 };
 
 // x quantized for int8 and 4-bit weights (linear_i8, linear_q4), per row i: scale[i] = amax(x[i, :]) /
@@ -98,8 +99,8 @@ struct KernelTable {
     void (*linear_i8)(const LinearProblem& p, const Int8Rows& x, int64_t n_begin, int64_t n_end);
     const char* linear_i8_path;  // "avx512_vnni", "avx2" or "portable"
     // 4-bit weights (p.w_dtype kQ4, p.q4_scales; base/q4_layout.h), x quantized with group sums:
-    //   y[i, j] = x.scales[i] * sum_g scale[j, g] * (sum_{c in g} q[i, c] * u[j, c] - 8 * group_sums[i, g]),
-    // where u are the stored nibbles: the integer sums of each group exact, the groups summed in fp32
+    //   y[i, j] = x.scales[i] * sum_g scale[j, g] * (sum_{c in g} q[i, c] * u[j, c] - z[j, g] * group_sums[i, g]),
+    // where u are the stored nibbles and z the zero codes (p.q4_zeros, or 8): the integer sums of each group exact, the groups summed in fp32
     // (in an order that differs between paths: they agree within fp32 rounding of those terms).
     // Thread-safe for disjoint column ranges; needs no scratch.
     void (*linear_q4)(const LinearProblem& p, const Int8Rows& x, int64_t n_begin, int64_t n_end);

@@ -114,7 +114,8 @@ std::vector<Part>& make_parts(const float* x, int64_t m, std::span<const LinearO
         }
         const auto* w_scale = w.dtype == DType::kI8 ? static_cast<const float*>(w.scales.data) : nullptr;
         const auto* q4_scales = w.dtype == DType::kQ4 ? static_cast<const uint16_t*>(w.scales.data) : nullptr;
-        Part part{LinearProblem{x, w.data, w.dtype, out.y, m, w.rows(), w.cols(), w_scale, q4_scales},
+        const uint8_t* q4_zeros = w.dtype == DType::kQ4 ? w.scales.zeros : nullptr;
+        Part part{LinearProblem{x, w.data, w.dtype, out.y, m, w.rows(), w.cols(), w_scale, q4_scales, q4_zeros},
                   has_bias ? out.bias : nullptr};
         if (m > 0 && part.p.k == 0) {
             std::fill(out.y, out.y + m * part.p.n, 0.0f);

@@ -69,7 +69,8 @@ void linear_q4(const LinearProblem& p, const Int8Rows& x, int64_t n_begin, int64
                 int32_t dot = 0;
                 for (int64_t c = g * kQ4Group; c < (g + 1) * kQ4Group; ++c)
                     dot += (static_cast<int32_t>(q[c]) - 128) * q4_code(w, c);
-                const float term = static_cast<float>(dot) - kQ4ZeroCode * sums[g];
+                const int zero = p.q4_zeros != nullptr ? p.q4_zeros[j * groups + g] : kQ4ZeroCode;
+                const float term = static_cast<float>(dot) - static_cast<float>(zero) * sums[g];
                 acc += f16_to_f32(p.q4_scales[j * groups + g]) * term;
             }
             p.y[i * p.n + j] = x.scales[i] * acc;

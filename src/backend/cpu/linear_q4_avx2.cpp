@@ -3,8 +3,8 @@
 // elements on. vpmaddubsw multiplies the nibbles (unsigned) by 32 activation codes (made signed again,
 // bytes ^ 0x80) and adds pairs into int16 (at most 2 * 15 * 127: nothing saturates), vpmaddwd by ones
 // adds those pairs into int32 lanes: the group's exact integer sum in 8 lanes, converted to fp32 and
-// multiplied by its scale. The stored codes are w + 8; the 8 is taken back once per row as
-// 8 * sum_g scale_g * group_sum_g. Compiled with -mavx2 -mfma -mf16c (CMakeLists.txt).
+// multiplied by its scale. The stored codes are w + z; z is taken back once per row as
+// sum_g scale_g * z_g * group_sum_g. Compiled with -mavx2 -mfma -mf16c (CMakeLists.txt).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -75,14 +75,22 @@ void block(const LinearProblem& p, const Int8Rows& x, int64_t i0, int64_t r0) {
     for (int r = 0; r < R; ++r) {
         for (int i = 0; i < M; ++i) {
             const float* sums = x.group_sums + (i0 + i) * sums_stride;
+            const uint8_t* zeros = p.q4_zeros != nullptr ? p.q4_zeros + (r0 + r) * groups : nullptr;
             __m256 z = _mm256_setzero_ps();
-            for (int64_t g = 0; g + 8 <= groups; g += 8) {
-                const __m256 s = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + r * groups + g)));
+            int64_t g = 0;
+            for (; g + 8 <= groups; g += 8) {
+                __m256 s = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + r * groups + g)));
+                if (zeros != nullptr) {
+                    s = _mm256_mul_ps(s, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(zeros + g)))));
+                }
                 z = _mm256_fmadd_ps(s, _mm256_loadu_ps(sums + g), z);
             }
             float zero = reduce_add(z);
-            for (int64_t g = groups / 8 * 8; g < groups; ++g) zero += f16_to_f32(scales[r * groups + g]) * sums[g];
-            p.y[(i0 + i) * p.n + r0 + r] = x.scales[i0 + i] * (reduce_add(acc[i][r]) - kQ4ZeroCode * zero);
+            for (; g < groups; ++g) {
+                zero += f16_to_f32(scales[r * groups + g]) * (zeros != nullptr ? zeros[g] : 1.0f) * sums[g];
+            }
+            if (zeros == nullptr) zero *= kQ4ZeroCode;
+            p.y[(i0 + i) * p.n + r0 + r] = x.scales[i0 + i] * (reduce_add(acc[i][r]) - zero);
         }
     }
 }

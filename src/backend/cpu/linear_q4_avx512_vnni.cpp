@@ -3,8 +3,8 @@
 // operand of one vpdpbusd against 64 activation codes made signed again (bytes ^ 0x80), so each int32
 // lane is the exact sum of four products u * q. Lanes 0-7 and 8-15 of each product are two groups of
 // 32: converted to fp32 and multiplied by their group's scale (four f16 scales per line, widened and
-// spread over the lanes by vpermps). The stored codes are u = w + 8; the 8 is taken back once per
-// row as 8 * sum_g scale_g * group_sum_g (the activations' group sums, from quantize_row_int8).
+// spread over the lanes by vpermps). The stored codes are u = w + z; z is taken back once per row as
+// sum_g scale_g * z_g * group_sum_g (the activations' group sums, from quantize_row_int8).
 // Compiled with -mavx512vnni (CMakeLists.txt); reached only through kernels_for() when
 // cpu_has_avx512_vnni().
 #include <immintrin.h>
@@ -28,20 +28,17 @@ constexpr int rows_per_block() {
     return M == 1 ? 8 : M == 2 ? 4 : 2;
 }
 
-// sum_g scale[g] * sums[g] over the row's `groups` groups (a multiple of 4).
-inline float scaled_group_sums(const uint16_t* scale, const float* sums, int64_t groups) {
+// The zero points' share of a row: sum_g scale[g] * zero[g] * sums[g] over its `groups` groups,
+// zero[g] = zeros[g], or 8 for all when zeros is null.
+inline float zero_term(const uint16_t* scale, const uint8_t* zeros, const float* sums, int64_t groups) {
     __m512 acc = _mm512_setzero_ps();
-    int64_t g = 0;
-    for (; g + 16 <= groups; g += 16) {
-        const __m512 s = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(scale + g)));
-        acc = _mm512_fmadd_ps(s, _mm512_loadu_ps(sums + g), acc);
-    }
-    if (g < groups) {
-        const __mmask16 mask = static_cast<__mmask16>((1u << (groups - g)) - 1);
-        const __m512 s = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, scale + g));
+    for (int64_t g = 0; g < groups; g += 16) {
+        const __mmask16 mask = static_cast<__mmask16>(groups - g >= 16 ? 0xffffu : (1u << (groups - g)) - 1);
+        __m512 s = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, scale + g));
+        if (zeros != nullptr) s = _mm512_mul_ps(s, _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(mask, zeros + g))));
         acc = _mm512_fmadd_ps(s, _mm512_maskz_loadu_ps(mask, sums + g), acc);
     }
-    return _mm512_reduce_add_ps(acc);
+    return (zeros != nullptr ? 1.0f : static_cast<float>(kQ4ZeroCode)) * _mm512_reduce_add_ps(acc);
 }
 
 // y[i0 + i, r0 + r] for i < M, r < R: each weight line is loaded and unpacked once for the M rows
@@ -95,7 +92,8 @@ void block(const LinearProblem& p, const Int8Rows& x, int64_t i0, int64_t r0, co
     const int64_t sums_stride = x.stride / kQ4Group;
     for (int r = 0; r < R; ++r) {
         for (int i = 0; i < M; ++i) {
-            const float zero = kQ4ZeroCode * scaled_group_sums(scales + r * groups, x.group_sums + (i0 + i) * sums_stride, groups);
+            const uint8_t* zeros = p.q4_zeros != nullptr ? p.q4_zeros + (r0 + r) * groups : nullptr;
+            const float zero = zero_term(scales + r * groups, zeros, x.group_sums + (i0 + i) * sums_stride, groups);
             p.y[(i0 + i) * p.n + r0 + r] = x.scales[i0 + i] * (_mm512_reduce_add_ps(acc[i][r]) - zero);
         }
     }
