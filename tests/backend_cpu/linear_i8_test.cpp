@@ -81,7 +81,7 @@ TEST(QuantizeRowInt8, CodesAreRoundedScaledValuesPaddedWithZeroCodes) {
         for (int64_t c = k; c < stride; ++c) EXPECT_EQ(codes[c], 128) << "padding at " << c;
     }
     std::vector<float> zeros(10, 0.0f);
-    std::vector<uint8_t> codes(64, 0);
+    std::vector<uint8_t> codes(static_cast<size_t>(int8_rows_stride(10)), 0);
     float scale = -1.0f;
     quantize_row_int8(zeros.data(), 10, codes.data(), &scale);
     EXPECT_EQ(scale, 0.0f);
