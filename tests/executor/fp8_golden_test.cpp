@@ -11,6 +11,7 @@
 
 #include "base/dtype.h"
 #include "common/fixtures.h"
+#include "score_logits.h"
 #include "executor/cpu_runner.h"
 #include "executor/runner_factory.h"
 #include "model/checkpoint.h"
@@ -28,14 +29,7 @@ std::unique_ptr<model::Checkpoint> open_ok(const std::string& dir) {
     return ckpt.ok() ? std::move(ckpt).value() : nullptr;
 }
 
-std::vector<float> score(ModelRunner& runner, const std::vector<int32_t>& ids) {
-    const auto table = identity_block_table(static_cast<int>(ids.size()), runner.kv_block_size_tokens());
-    ForwardBatch batch;
-    batch.seqs.push_back({.block_table = table, .pos0 = 0, .tokens = ids, .all_logits = true});
-    std::vector<float> logits;
-    runner.forward(batch, logits);
-    return logits;
-}
+using testing::score;
 
 // The CUDA runner of these tests: small pool, steps of at most max_tokens tokens.
 RunnerOptions cuda_options(int max_tokens) {

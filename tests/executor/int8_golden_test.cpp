@@ -13,6 +13,7 @@
 #include "backend/cpu/cpu_features.h"
 #include "base/dtype.h"
 #include "common/fixtures.h"
+#include "score_logits.h"
 #include "executor/cpu_runner.h"
 #include "executor/cuda_support.h"
 #include "executor/runner_factory.h"
@@ -24,14 +25,7 @@ namespace {
 
 using testing::fixture_dir;
 
-std::vector<float> score(ModelRunner& runner, const std::vector<int32_t>& ids) {
-    const auto table = identity_block_table(static_cast<int>(ids.size()), runner.kv_block_size_tokens());
-    ForwardBatch batch;
-    batch.seqs.push_back({.block_table = table, .pos0 = 0, .tokens = ids, .all_logits = true});
-    std::vector<float> logits;
-    runner.forward(batch, logits);
-    return logits;
-}
+using testing::score;
 
 // Measured 2026-12-04 (avx512_vnni, 300 ids): relative error 4.1e-2 (qwen3) to 8.2e-2 (mistral), top-1
 // 0.857-0.927, the same against transformers and against HiChat's bf16 run (whose own error is 1e-5).

@@ -13,6 +13,7 @@
 #include "base/dtype.h"
 #include "base/q4_layout.h"
 #include "common/fixtures.h"
+#include "score_logits.h"
 #include "executor/cpu_runner.h"
 #include "executor/cuda_support.h"
 #include "executor/runner_factory.h"
@@ -24,14 +25,7 @@ namespace {
 
 using testing::fixture_dir;
 
-std::vector<float> score(ModelRunner& runner, const std::vector<int32_t>& ids) {
-    const auto table = identity_block_table(static_cast<int>(ids.size()), runner.kv_block_size_tokens());
-    ForwardBatch batch;
-    batch.seqs.push_back({.block_table = table, .pos0 = 0, .tokens = ids, .all_logits = true});
-    std::vector<float> logits;
-    runner.forward(batch, logits);
-    return logits;
-}
+using testing::score;
 
 // Measured 2026-12-04 (avx512_vnni, 300 ids): relative error 0.34 (qwen3) to 0.57 (mistral), top-1
 // 0.37-0.57, the same against transformers and against HiChat's bf16 run. That is the 4-bit weights
