@@ -14,6 +14,8 @@ std::string_view dtype_name(DType t) {
         case DType::kF8E4M3: return "F8_E4M3";
         case DType::kI8: return "I8";
         case DType::kQ4: return "Q4";
+        case DType::kI32: return "I32";
+        case DType::kI64: return "I64";
     }
     return "?";
 }

@@ -13,10 +13,13 @@ namespace hichat {
 // kI8: signed 8-bit integer codes (int8 weights, --quantization int8), meaning q * scale likewise.
 // kQ4: 4-bit codes, two per byte, in the layout of base/q4_layout.h (--quantization q4); not an
 // element type of arrays (dtype_size_bytes and load_as_f32 do not take it).
-enum class DType { kF32, kF16, kBF16, kF8E4M3, kI8, kQ4 };
+// kI32, kI64: integers of the files of GPTQ, AWQ and compressed-tensors checkpoints (packed codes,
+// zero points, group indices, weight shapes); read on load, never a weight the kernels read.
+enum class DType { kF32, kF16, kBF16, kF8E4M3, kI8, kQ4, kI32, kI64 };
 
 inline int dtype_size_bytes(DType t) {
-    return t == DType::kF32 ? 4 : (t == DType::kF8E4M3 || t == DType::kI8) ? 1 : t == DType::kQ4 ? 0 : 2;
+    if (t == DType::kI64) return 8;
+    return (t == DType::kF32 || t == DType::kI32) ? 4 : (t == DType::kF8E4M3 || t == DType::kI8) ? 1 : t == DType::kQ4 ? 0 : 2;
 }
 std::string_view dtype_name(DType t);
 
@@ -56,6 +59,16 @@ inline float load_as_f32(const void* data, DType dtype, int64_t index) {
         case DType::kF16: std::memcpy(&h, bytes + 2 * index, 2); return f16_to_f32(h);
         case DType::kF8E4M3: return fp8_e4m3_to_f32(bytes[index]);
         case DType::kI8: return static_cast<float>(static_cast<int8_t>(bytes[index]));
+        case DType::kI32: {
+            int32_t i = 0;
+            std::memcpy(&i, bytes + 4 * index, 4);
+            return static_cast<float>(i);
+        }
+        case DType::kI64: {
+            int64_t i = 0;
+            std::memcpy(&i, bytes + 8 * index, 8);
+            return static_cast<float>(i);
+        }
         case DType::kQ4: return std::numeric_limits<float>::quiet_NaN();  // not an array type
     }
     return f;

@@ -37,6 +37,8 @@ void append_bf16(const WeightTensor& t, std::vector<uint16_t>& out) {
             case DType::kF8E4M3:  // dequantized above
             case DType::kI8:      // refused by choose_device
             case DType::kQ4:
+            case DType::kI32:
+            case DType::kI64:
                 break;
         }
         out[base + static_cast<size_t>(i)] = f32_to_bf16(f);

@@ -2,7 +2,9 @@
 
 #include <thread>
 
+#include "model/int_weights.h"
 #include "model/on_load_quantization.h"
+#include "model/packed_linear.h"
 
 #include <algorithm>
 #include <cmath>
@@ -30,9 +32,15 @@ class WeightBinder {
 public:
     WeightBinder(const WeightFiles& files, const ModelConfig& cfg) : files_(files), cfg_(cfg) {}
 
-    // Points each expected slot at its tensor, with its scales when it is FP8.
+    // Points each expected slot at its tensor, with its scales when it is FP8; the linear layers of an
+    // integer checkpoint are collected in packed() instead, for IntWeights to repack.
     void bind_expected(const std::vector<ExpectedTensor>& expected) {
+        const TakeTensor take_fn = [this](const std::string& name) { return take(name); };
         for (const ExpectedTensor& e : expected) {
+            if (e.linear && cfg_.quant.packing != IntPacking::kNone &&
+                find_packed_linear(files_, cfg_.quant, e.name, e.shape, e.slot, take_fn, packed_, problems_)) {
+                continue;
+            }
             const WeightFiles::Entry* entry = take(e.name);
             if (entry == nullptr) {
                 problems_.push_back(files_.source + ": missing tensor '" + e.name + "'");
@@ -42,6 +50,11 @@ public:
             if (t.shape != e.shape) {
                 problems_.push_back(entry->file->path() + ": tensor '" + e.name + "' has shape " +
                                     shape_string(t.shape) + ", config.json implies " + shape_string(e.shape));
+                continue;
+            }
+            if (t.dtype == DType::kI8 || t.dtype == DType::kI32 || t.dtype == DType::kI64) {
+                problem(*entry, "is " + std::string(dtype_name(t.dtype)) + "; integer tensors are only the packed weights "
+                                "of an integer checkpoint's linear layers (" + cfg_.quant.describe() + ")");
                 continue;
             }
             *e.slot = WeightTensor{t.data, t.dtype, t.shape, {}};
@@ -61,6 +74,7 @@ public:
     }
 
     const std::set<std::string>& used() const { return used_; }
+    std::vector<PackedLinear>& packed() { return packed_; }
     std::vector<std::string>& problems() { return problems_; }
 
 private:
@@ -81,7 +95,8 @@ private:
             const WeightFiles::Entry* entry = take(name);
             if (entry == nullptr) continue;
             const SafetensorsTensor& t = *entry->tensor;
-            if (t.dtype == DType::kF8E4M3 || t.num_bytes != static_cast<size_t>(dtype_size_bytes(t.dtype)) ||
+            if (t.dtype == DType::kF8E4M3 || t.dtype == DType::kI8 || t.dtype == DType::kI32 || t.dtype == DType::kI64 ||
+                t.num_bytes != static_cast<size_t>(dtype_size_bytes(t.dtype)) ||
                 t.shape.size() > 1) {
                 problem(*entry, "must be one F32/BF16/F16 scale (shape [] or [1]), has " + std::string(dtype_name(t.dtype)) +
                                     " " + shape_string(t.shape));
@@ -128,8 +143,8 @@ private:
     // Checks the scale tensor's dtype and shape against the config's granularity for a [n, k] weight.
     bool scale_grid(const WeightFiles::Entry& scale, int64_t n, int64_t k, QuantScales& out) {
         const SafetensorsTensor& t = *scale.tensor;
-        if (t.dtype == DType::kF8E4M3) {
-            problem(scale, "is F8_E4M3; scales must be F32, BF16 or F16");
+        if (t.dtype != DType::kF32 && t.dtype != DType::kBF16 && t.dtype != DType::kF16) {
+            problem(scale, "is " + std::string(dtype_name(t.dtype)) + "; scales must be F32, BF16 or F16");
             return false;
         }
         const QuantConfig& q = cfg_.quant;
@@ -166,6 +181,7 @@ private:
     const ModelConfig& cfg_;
     std::set<std::string> used_;
     std::vector<std::string> problems_;
+    std::vector<PackedLinear> packed_;
 };
 
 void find_unexpected(const WeightFiles& files, const std::set<std::string>& used, const ModelConfig& cfg,
@@ -188,14 +204,19 @@ Status problems_status(const std::vector<std::string>& problems) {
     return invalid_argument(msg);
 }
 
-Status bind_weights(const WeightFiles& files, const ModelConfig& cfg, ModelWeights& weights) {
+// Binds every slot of `weights` but the linear layers of an integer checkpoint, which it returns.
+Result<std::vector<PackedLinear>> bind_weights(const WeightFiles& files, const ModelConfig& cfg, ModelWeights& weights) {
     WeightBinder binder(files, cfg);
     binder.bind_expected(expected_tensors(cfg, weights));
     binder.bind_kv_scales(weights);
     find_unexpected(files, binder.used(), cfg, binder.problems());
     HICHAT_RETURN_IF_ERROR(problems_status(binder.problems()));
     if (cfg.tie_word_embeddings) weights.lm_head = weights.embed_tokens;
-    return ok_status();
+    return std::move(binder.packed());
+}
+
+int thread_count(const CheckpointOptions& options) {
+    return options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 }  // namespace
@@ -211,7 +232,13 @@ public:
         ckpt->config_ = std::move(config.value());
         Result<WeightFiles> files = open_weight_files(dir);
         if (!files.ok()) return files.status();
-        HICHAT_RETURN_IF_ERROR(bind_weights(*files, ckpt->config_, ckpt->weights_));
+        Result<std::vector<PackedLinear>> packed = bind_weights(*files, ckpt->config_, ckpt->weights_);
+        if (!packed.ok()) return packed.status();
+        if (!packed->empty()) {
+            auto repacked = IntWeights::repack(*packed, ckpt->config_.quant, ckpt->weights_, thread_count(options));
+            if (!repacked.ok()) return Status(repacked.status().code(), dir + ": " + repacked.status().message());
+            ckpt->repacked_ = std::move(repacked).value();
+        }
         ckpt->files_ = std::move(files->files);
         if (options.quantization != LoadQuantization::kNone) HICHAT_RETURN_IF_ERROR(quantize(*ckpt, options));
         return ckpt;
@@ -235,8 +262,7 @@ private:
                                     ", intermediate_size " + std::to_string(c.intermediate_size) +
                                     ", num_attention_heads * head_dim " + std::to_string(int64_t{c.num_heads} * c.head_dim));
         }
-        int threads = options.threads;
-        if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+        const int threads = thread_count(options);
         const DType codes = q4 ? DType::kQ4 : int8 ? DType::kI8 : DType::kF8E4M3;
         ckpt.quantized_ = std::make_unique<OnLoadQuantization>(ckpt.weights_, codes, threads);
         ckpt.config_.quant = OnLoadQuantization::config(codes);

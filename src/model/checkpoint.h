@@ -13,6 +13,7 @@
 
 namespace hichat::model {
 
+class IntWeights;
 class OnLoadQuantization;
 
 // How open() stores the linear weights: as the files have them, or quantized to FP8 or int8
@@ -50,6 +51,7 @@ private:
     ModelWeights weights_;
     std::vector<std::unique_ptr<SafetensorsFile>> files_;  // own the maps weights_ views
     std::unique_ptr<OnLoadQuantization> quantized_;         // owns the views of --quantization fp8|int8|q4
+    std::unique_ptr<IntWeights> repacked_;                  // owns the views of an integer checkpoint's linears
 };
 
 }  // namespace hichat::model

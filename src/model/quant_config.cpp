@@ -2,6 +2,7 @@
 
 #include <fnmatch.h>
 
+#include <optional>
 #include <regex>
 
 #include "model/quant_config_reader.h"
@@ -10,7 +11,8 @@ namespace hichat::model {
 namespace {
 
 constexpr const char* kSupported =
-    "HiChat reads FP8 checkpoints: compressed-tensors float-quantized, quant_method fp8, modelopt FP8";
+    "HiChat reads FP8 checkpoints (compressed-tensors float-quantized, quant_method fp8, modelopt FP8) and "
+    "integer ones (gptq, awq, compressed-tensors pack-quantized and int-quantized)";
 
 // "<file>: field 'quantization_config.<key>' is <value>: <why>" as kUnimplemented.
 Status unsupported(const JsonFields& f, std::string_view key, const Json& value, std::string_view why) {
@@ -140,9 +142,6 @@ Status read_compressed_tensors(const JsonFields& f, QuantConfig& q) {
     JsonFields g(groups->begin().value(), f.file(), f.field_name("config_groups." + group_name + "."));
     Result<std::string> format = g.has("format") ? g.get_string("format") : f.get_string_or("format", "float-quantized");
     if (!format.ok()) return format.status();
-    if (*format != "float-quantized" && *format != "naive-quantized") {
-        return unsupported(g.has("format") ? g : f, "format", *format, kSupported);
-    }
     Result<std::vector<std::string>> targets = read_string_list(g, "targets");
     if (!targets.ok()) return targets.status();
     if (*targets != std::vector<std::string>{"Linear"}) {
@@ -150,10 +149,19 @@ Status read_compressed_tensors(const JsonFields& f, QuantConfig& q) {
     }
     const Json* weights = g.find("weights");
     if (weights == nullptr || !weights->is_object()) return g.error("weights", "must be an object");
-    HICHAT_RETURN_IF_ERROR(read_ct_weights(JsonFields(*weights, f.file(), g.field_name("weights.")), q));
-    if (const Json* acts = g.find("input_activations")) {
-        if (!acts->is_object()) return g.error("input_activations", "must be an object or null");
-        HICHAT_RETURN_IF_ERROR(read_ct_activations(JsonFields(*acts, f.file(), g.field_name("input_activations.")), q));
+    const JsonFields w(*weights, f.file(), g.field_name("weights."));
+    const Json* acts = g.find("input_activations");
+    if (acts != nullptr && !acts->is_object()) return g.error("input_activations", "must be an object or null");
+    const std::optional<JsonFields> a =
+        acts ? std::optional<JsonFields>(JsonFields(*acts, f.file(), g.field_name("input_activations."))) : std::nullopt;
+    if (w.find("type") != nullptr && *w.find("type") == "int") {
+        HICHAT_RETURN_IF_ERROR(read_ct_int(w, a ? &*a : nullptr, *format, q));
+    } else {
+        if (*format != "float-quantized" && *format != "naive-quantized") {
+            return unsupported(g.has("format") ? g : f, "format", *format, kSupported);
+        }
+        HICHAT_RETURN_IF_ERROR(read_ct_weights(w, q));
+        if (a) HICHAT_RETURN_IF_ERROR(read_ct_activations(*a, q));
     }
     if (const Json* out = g.find("output_activations")) {
         return unsupported(g, "output_activations", *out, "output activations are not quantized by HiChat");
@@ -271,12 +279,21 @@ std::string QuantConfig::describe() const {
     if (!quantized()) return "not quantized";
     const char* method_name = method == QuantMethod::kCompressedTensors ? "compressed-tensors"
                               : method == QuantMethod::kHfFp8           ? "fp8"
+                              : method == QuantMethod::kGptq            ? "gptq"
+                              : method == QuantMethod::kAwq             ? "awq"
                               : method == QuantMethod::kOnLoad          ? "--quantization (on load):"
                                                                         : "modelopt";
     const char* format = weight_dtype == DType::kI8 ? " int8, " : weight_dtype == DType::kQ4 ? " 4-bit, " : " FP8, ";
-    std::string s = std::string(method_name) + format + scale_kind_name(weight_scale) + " weight scales";
-    if (weight_scale == WeightScaleKind::kBlock) {
-        s += " [" + std::to_string(block_rows) + ", " + std::to_string(block_cols) + "]";
+    std::string s = std::string(method_name) + format;
+    if (packing != IntPacking::kNone) {
+        s += group_size > 0 ? "a scale per group of " + std::to_string(group_size) + " columns" : std::string("per-channel scales");
+        s += symmetric ? ", symmetric" : ", zero points";
+        if (act_order) s += ", activation order (g_idx)";
+    } else {
+        s += std::string(scale_kind_name(weight_scale)) + " weight scales";
+        if (weight_scale == WeightScaleKind::kBlock) {
+            s += " [" + std::to_string(block_rows) + ", " + std::to_string(block_cols) + "]";
+        }
     }
     s += std::string(", ") + activation_name(activations);
     if (kv_cache_fp8) s += ", FP8 KV scales";
@@ -299,6 +316,10 @@ Result<QuantConfig> read_quant_config(const JsonFields& config) {
         status = read_hf_fp8(f, q);
     } else if (*method == "modelopt") {
         status = read_modelopt(f, q);
+    } else if (*method == "gptq") {
+        status = read_gptq(f, q);
+    } else if (*method == "awq") {
+        status = read_awq(f, q);
     } else {
         status = unsupported(f, "quant_method", *method, kSupported);
     }

@@ -10,9 +10,15 @@
 namespace hichat::model {
 
 // config.json's `quantization_config` (or the older `compression_config`); absent: kNone. Errors
-// name the field: a method other than the FP8 ones, a format, strategy, bit width or option HiChat
+// name the field: a method other than the FP8 and integer ones, a format, strategy, bit width or option HiChat
 // does not run (kUnimplemented), a mistyped or inconsistent field (kInvalidArgument).
 Result<QuantConfig> read_quant_config(const JsonFields& config);
+
+// The integer formats (int_quant_config.cpp): `quant_method` gptq and awq, and a compressed-tensors
+// group of int weights (`w`) with its input activations (`acts`, null when absent) in `format`.
+Status read_gptq(const JsonFields& f, QuantConfig& q);
+Status read_awq(const JsonFields& f, QuantConfig& q);
+Status read_ct_int(const JsonFields& w, const JsonFields* acts, const std::string& format, QuantConfig& q);
 
 // ModelOpt's hf_quant_config.json ({"producer": ..., "quantization": {"quant_algo": ...}}).
 Result<QuantConfig> read_modelopt_quant_file(const JsonFields& file);

@@ -16,7 +16,7 @@ struct DTypeName {
     DType dtype;
 };
 constexpr DTypeName kSupportedDTypes[] = {{"BF16", DType::kBF16}, {"F16", DType::kF16}, {"F32", DType::kF32},
-                                        {"F8_E4M3", DType::kF8E4M3}};
+                                        {"F8_E4M3", DType::kF8E4M3}, {"I8", DType::kI8}, {"I32", DType::kI32}, {"I64", DType::kI64}};
 
 uint64_t read_u64_le(const unsigned char* p) {
     uint64_t v = 0;
@@ -40,7 +40,7 @@ Status parse_dtype(const std::string& path, const std::string& name, const Json&
         }
     }
     return unimplemented(path + ": tensor '" + name + "': unsupported dtype '" + dtype +
-                         "' (supported: BF16, F16, F32, F8_E4M3)");
+                         "' (supported: BF16, F16, F32, F8_E4M3, I8, I32, I64)");
 }
 
 // Parses the shape and returns its element count, guarding against overflow.

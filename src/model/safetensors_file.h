@@ -32,7 +32,7 @@ public:
     // fault: cannot open (kNotFound); shorter than 8 bytes, header length past the end of the
     // file, data past the end of the file (kDataLoss: truncated or corrupt); bad header JSON or
     // entry, bad shape, data_offsets out of order or not shape x dtype size (kInvalidArgument);
-    // dtype other than BF16/F16/F32/F8_E4M3 (kUnimplemented).
+    // dtype other than BF16/F16/F32/F8_E4M3/I8/I32/I64 (kUnimplemented).
     static Result<std::unique_ptr<SafetensorsFile>> open(const std::string& path);
 
     const std::string& path() const { return file_->path(); }

@@ -19,6 +19,9 @@ struct QuantScales {
     int64_t block_rows = 0, block_cols = 0;
     float input_scale = 0.0f;     // the static activation scale, 0 when activations are dynamic or unquantized
     const uint8_t* zeros = nullptr;  // kQ4: each group's zero code, laid out as the scales; null: 8 (symmetric)
+    // kQ4 of act-order checkpoints (model/int_weights.h): column c of the codes multiplies activation
+    // input_order[c]; null: activation c.
+    const int32_t* input_order = nullptr;
 };
 
 struct WeightTensor {

@@ -228,6 +228,35 @@ TEST_P(LinearQ4Test, FusedOutputsWithBiasesEachMatchTheirReference) {
     }
 }
 
+// Act-order weights (QuantScales::input_order): column c of the codes multiplies x[order[c]], so the
+// result is the reference on x with its columns gathered in that order; fused outputs share the order.
+TEST_P(LinearQ4Test, InputOrderGathersTheActivations) {
+    ThreadPool pool(2);
+    uint32_t seed = 300;
+    for (int64_t m : {1, 5, 33}) {
+        const int64_t k = 160;
+        SCOPED_TRACE(::testing::Message() << "m=" << m);
+        std::vector<int32_t> order(static_cast<size_t>(k));
+        for (int64_t c = 0; c < k; ++c) order[c] = static_cast<int32_t>((c * 37 + 11) % k);  // 37 is prime to 160
+        const std::vector<float> x = testing::random_floats(static_cast<size_t>(m * k), seed++);
+        std::vector<float> gathered(x.size());
+        for (int64_t i = 0; i < m; ++i)
+            for (int64_t c = 0; c < k; ++c) gathered[i * k + c] = x[i * k + order[c]];
+        Q4Weights a = random_q4_weights(48, k, seed++, true), b = random_q4_weights(17, k, seed++);
+        a.tensor.scales.input_order = b.tensor.scales.input_order = order.data();
+        std::vector<float> ya(static_cast<size_t>(m * 48), NAN), yb(static_cast<size_t>(m * 17), NAN);
+        const LinearOutput outputs[] = {{&a.tensor, nullptr, ya.data()}, {&b.tensor, nullptr, yb.data()}};
+        linear_fused(x.data(), m, outputs, pool);
+        expect_near_reference(ya, reference_q4(gathered, m, k, a, nullptr));
+        expect_near_reference(yb, reference_q4(gathered, m, k, b, nullptr));
+        // And not the reference on x as it is (the order matters).
+        const Reference unordered = reference_q4(x, m, k, a, nullptr);
+        double moved = 0.0;
+        for (size_t e = 0; e < ya.size(); ++e) moved = std::max(moved, std::fabs(ya[e] - unordered.y[e]));
+        EXPECT_GT(moved, 1e-3);
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Levels, LinearQ4Test, ::testing::ValuesIn(testing::all_levels()),
                          testing::level_test_name);
 

@@ -159,10 +159,15 @@ TEST(QuantConfig, ModelOptFileBesideConfig) {
 }
 
 TEST(QuantConfig, OtherMethodsRefusedByName) {
-    for (const char* method : {"gptq", "awq", "bitsandbytes", "fbgemm_fp8", "mxfp4"}) {
+    for (const char* method : {"bitsandbytes", "fbgemm_fp8", "mxfp4", "hqq"}) {
         parse_error({{"quant_method", method}, {"bits", 4}}, StatusCode::kUnimplemented,
-                    {"quantization_config.quant_method", method, "FP8"});
+                    {"quantization_config.quant_method", method, "FP8", "gptq"});
     }
+    // The integer methods load (int_checkpoint_test.cpp), but not every bit width or layout.
+    parse_error({{"quant_method", "gptq"}, {"bits", 8}, {"group_size", 128}}, StatusCode::kUnimplemented,
+                {"quantization_config.bits", "8"});
+    parse_error({{"quant_method", "awq"}, {"bits", 4}, {"group_size", 128}, {"version", "exllama"}},
+                StatusCode::kUnimplemented, {"quantization_config.version", "exllama"});
     parse_error({{"quant_method", "modelopt"}, {"quant_algo", "W4A8_AWQ"}}, StatusCode::kUnimplemented,
                 {"quantization_config.quant_algo", "W4A8_AWQ"});
     parse_error({{"quant_method", "fp8"}, {"fmt", "e5m2"}}, StatusCode::kUnimplemented, {"quantization_config.fmt", "e5m2"});

@@ -36,8 +36,8 @@ float* thread_scratch(int64_t num_floats) {
 
 // x quantized for int8 or 4-bit weights (with its group sums: `group_sums`) into the calling thread's
 // reused buffers (grown when a larger m * k needs it): rows split over the pool's threads when there
-// are many.
-Int8Rows quantize_x(const float* x, int64_t m, int64_t k, bool group_sums, ThreadPool& pool) {
+// are many. With an `order` (act-order weights), column c of the result is x[:, order[c]].
+Int8Rows quantize_x(const float* x, int64_t m, int64_t k, bool group_sums, const int32_t* order, ThreadPool& pool) {
     struct AlignedFree {
         void operator()(uint8_t* p) const { ::operator delete[](p, std::align_val_t{64}); }
     };
@@ -57,8 +57,15 @@ Int8Rows quantize_x(const float* x, int64_t m, int64_t k, bool group_sums, Threa
     float* const out_scales = scales.data();
     float* const out_sums = group_sums ? sums.data() : nullptr;
     auto rows = [=](int64_t begin, int64_t end) {
+        thread_local std::vector<float> gathered;   // this thread's row of x in `order`
+        if (order != nullptr && static_cast<int64_t>(gathered.size()) < k) gathered.resize(static_cast<size_t>(k));
         for (int64_t i = begin; i < end; ++i) {
-            quantize_row_int8(x + i * k, k, out_codes + i * stride, &out_scales[i],
+            const float* row = x + i * k;
+            if (order != nullptr) {
+                for (int64_t c = 0; c < k; ++c) gathered[c] = row[order[c]];
+                row = gathered.data();
+            }
+            quantize_row_int8(row, k, out_codes + i * stride, &out_scales[i],
                               out_sums != nullptr ? out_sums + i * sums_stride : nullptr);
         }
     };
@@ -108,6 +115,8 @@ std::vector<Part>& make_parts(const float* x, int64_t m, std::span<const LinearO
             CHECK(w.scales.dtype == DType::kF16 && w.scales.block_rows == 1 && w.scales.block_cols == kQ4Group)
                 << "4-bit weights need f16 scales per group of 32 (base/q4_layout.h)";
         }
+        CHECK(w.scales.input_order == outputs[0].w->scales.input_order)
+            << "fused linear weights share one input order (model/int_weights.h)";
         const bool has_bias = out.bias != nullptr && out.bias->present();
         if (has_bias) {
             CHECK_EQ(out.bias->num_elements(), w.rows()) << "linear bias size";
@@ -143,7 +152,7 @@ void linear_fused(const float* x, int64_t m, std::span<const LinearOutput> outpu
     // weight once for all m.
     const bool int8 = is_integer(parts[0].p.w_dtype);
     const bool q4 = parts[0].p.w_dtype == DType::kQ4;
-    const Int8Rows xq = int8 ? quantize_x(x, m, parts[0].p.k, q4, pool) : Int8Rows{};
+    const Int8Rows xq = int8 ? quantize_x(x, m, parts[0].p.k, q4, outputs[0].w->scales.input_order, pool) : Int8Rows{};
     const bool use_gemm = !int8 && m > kernels.max_gemv_rows;  // GEMV streams each weight once for all m rows
     const int64_t unit = use_gemm ? kernels.gemm_panel_cols : 16;  // rows split at multiples of this
     int64_t num_units = 0;

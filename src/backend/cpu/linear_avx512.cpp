@@ -55,7 +55,9 @@ void with_loader(DType dtype, Fn&& fn) {
         case DType::kF32: return fn(F32Loader{});
         case DType::kF8E4M3:  // refused by cpu::linear
         case DType::kI8:      // linear_i8
-        case DType::kQ4: break;   // linear_q4
+        case DType::kQ4:      // linear_q4
+        case DType::kI32:
+        case DType::kI64: break;  // repacked on load
     }
 }
 

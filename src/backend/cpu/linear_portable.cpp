@@ -28,6 +28,8 @@ void convert_weights(const LinearProblem& p, int64_t idx, int count, float* out)
         case DType::kF8E4M3:  // refused by cpu::linear
         case DType::kI8:      // linear_i8
         case DType::kQ4:      // linear_q4
+        case DType::kI32:     // repacked on load
+        case DType::kI64:
             return;
     }
 }

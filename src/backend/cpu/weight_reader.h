@@ -34,6 +34,9 @@ void with_weight_reader(const void* data, DType dtype, Fn&& fn) {
         case DType::kI8: CHECK(false) << "int8 weights are linear layers' only (linear_i8)";
             return;
         case DType::kQ4: CHECK(false) << "4-bit weights are linear layers' only (linear_q4)";
+            return;
+        case DType::kI32:
+        case DType::kI64: CHECK(false) << "integer tensors of checkpoints are repacked on load (model/int_weights.h)";
     }
 }
 
