@@ -162,6 +162,7 @@ void bench_gemv(double bandwidth_2t, int threads, DType dtype) {
         Weights w = make_weights(s.n, s.k, kColdBytes, dtype);
         std::vector<int64_t> ms = {1};
         if (s.n == 8192) ms = {1, 2, 3, 4, 6, 8, 12, 16};
+        if (s.n == 8192 && dtype != DType::kBF16) ms.push_back(128);  // the integer kernels' prefill blocking
         for (int64_t m : ms) {
             double sec = time_linear(w, m, pool);
             double gbps = static_cast<double>(w.bytes_per_copy) / sec / 1e9;

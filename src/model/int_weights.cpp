@@ -136,7 +136,7 @@ Status repack_q4(const PackedLinear& p, const QuantConfig& q, uint8_t* codes_out
     if (*has_order) std::copy(order->begin(), order->end(), order_out);
     auto column = [&](int64_t c) -> int64_t { return *has_order ? (*order)[c] : c; };
     const int64_t k = p.k, groups = q4_groups(k), row_bytes = q4_row_bytes(k);
-    std::vector<uint8_t> codes(static_cast<size_t>(q4_lines(k) * kQ4LineElements));
+    std::vector<uint8_t> codes(static_cast<size_t>(q4_padded(k)));
     *has_zeros = false;
     for (int64_t r = 0; r < p.n; ++r) {
         std::fill(codes.begin(), codes.end(), uint8_t{kQ4ZeroCode});
@@ -154,13 +154,7 @@ Status repack_q4(const PackedLinear& p, const QuantConfig& q, uint8_t* codes_out
             zeros_out[r * groups + g] = static_cast<uint8_t>(z);
             *has_zeros = *has_zeros || z != kQ4ZeroCode;
         }
-        uint8_t* row = codes_out + r * row_bytes;
-        for (int64_t line = 0; line < q4_lines(k); ++line) {
-            for (int64_t b = 0; b < 64; ++b) {
-                const int64_t c = line * kQ4LineElements + b;
-                row[line * 64 + b] = static_cast<uint8_t>(codes[c] | (codes[c + 64] << 4));
-            }
-        }
+        q4_pack_row(codes.data(), k, codes_out + r * row_bytes);
     }
     return ok_status();
 }

@@ -52,7 +52,7 @@ void quantize_rows_q4(const WeightTensor& t, uint8_t* q, uint16_t* scale) {
     CHECK(t.shape.size() == 2 && (t.dtype == DType::kBF16 || t.dtype == DType::kF16 || t.dtype == DType::kF32))
         << dtype_name(t.dtype);
     const int64_t n = t.rows(), k = t.cols(), groups = q4_groups(k), row_bytes = q4_row_bytes(k);
-    std::vector<uint8_t> codes(static_cast<size_t>(q4_lines(k) * kQ4LineElements));
+    std::vector<uint8_t> codes(static_cast<size_t>(q4_padded(k)));
     for (int64_t r = 0; r < n; ++r) {
         std::fill(codes.begin(), codes.end(), uint8_t{kQ4ZeroCode});
         for (int64_t g = 0; g < groups; ++g) {
@@ -71,13 +71,7 @@ void quantize_rows_q4(const WeightTensor& t, uint8_t* q, uint16_t* scale) {
                 codes[c] = static_cast<uint8_t>(std::trunc(v + std::copysign(0.5, v)) + kQ4ZeroCode);
             }
         }
-        uint8_t* row = q + r * row_bytes;
-        for (int64_t line = 0; line < q4_lines(k); ++line) {
-            for (int64_t b = 0; b < 64; ++b) {
-                const int64_t c = line * kQ4LineElements + b;
-                row[line * 64 + b] = static_cast<uint8_t>(codes[c] | (codes[c + 64] << 4));
-            }
-        }
+        q4_pack_row(codes.data(), k, q + r * row_bytes);
     }
 }
 

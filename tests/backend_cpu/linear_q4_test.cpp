@@ -29,15 +29,25 @@ struct Q4Weights {
     model::WeightTensor tensor;
 };
 
-// Packs codes[n, k] (the padding past k: code 8) as base/q4_layout.h describes.
+// Packs codes[n, k] (the padding past k: code 8) as base/q4_layout.h describes: blocks of 512 columns
+// (16 groups of 32) in 4 lines of 64 bytes; in line L byte 4 l + e holds elements 8 L + e (low nibble)
+// and 8 L + 4 + e (high nibble) of the block's group l.
 std::vector<uint8_t> pack(const std::vector<uint8_t>& codes, int64_t n, int64_t k) {
     const int64_t row_bytes = q4_row_bytes(k);
     std::vector<uint8_t> packed(static_cast<size_t>(n * row_bytes));
     for (int64_t j = 0; j < n; ++j) {
-        for (int64_t c = 0; c < q4_lines(k) * kQ4LineElements; ++c) {
-            const int code = c < k ? codes[j * k + c] : kQ4ZeroCode;
-            uint8_t& byte = packed[j * row_bytes + (c / kQ4LineElements) * 64 + c % 64];
-            byte = static_cast<uint8_t>(c % kQ4LineElements < 64 ? (byte & 0xf0) | code : (byte & 0x0f) | (code << 4));
+        for (int64_t block = 0; block * 512 < k; ++block) {
+            for (int64_t line = 0; line < 4; ++line) {
+                for (int64_t group = 0; group < 16; ++group) {
+                    for (int64_t e = 0; e < 4; ++e) {
+                        const int64_t lo = block * 512 + group * 32 + line * 8 + e, hi = lo + 4;
+                        const int code_lo = lo < k ? codes[j * k + lo] : kQ4ZeroCode;
+                        const int code_hi = hi < k ? codes[j * k + hi] : kQ4ZeroCode;
+                        packed[j * row_bytes + block * 256 + line * 64 + group * 4 + e] =
+                            static_cast<uint8_t>(code_lo | (code_hi << 4));
+                    }
+                }
+            }
         }
     }
     return packed;
@@ -114,18 +124,30 @@ void expect_near_reference(const std::vector<float>& y, const Reference& ref) {
     }
 }
 
-TEST(QuantizeRowInt8, GroupSumsAreTheSumsOfEach32Codes) {
-    for (int64_t k : {1, 31, 32, 33, 127, 128, 129, 300}) {
+// The activations for 4-bit weights: quantize_row_int8's codes (made signed) at the positions
+// base/q4_layout.h gives (block b, plane t, group l, byte e: element 512 b + 32 l + 4 t + e at
+// 512 b + 64 t + 4 l + e), zeros past k, and the sums of each group of 32.
+TEST(QuantizeRowQ4x, CodesInTheWeightsLaneOrderAndGroupSums) {
+    for (int64_t k : {1, 31, 32, 33, 127, 128, 129, 300, 512, 513, 1100}) {
         std::vector<float> x = testing::random_floats(static_cast<size_t>(k), static_cast<uint32_t>(k) + 7);
-        const int64_t stride = int8_rows_stride(k);
-        ASSERT_EQ(stride % kQ4LineElements, 0);
-        std::vector<uint8_t> codes(static_cast<size_t>(stride));
-        std::vector<float> sums(static_cast<size_t>(stride / kQ4Group), NAN);
+        std::vector<uint8_t> unsigned_codes(static_cast<size_t>(int8_rows_stride(k)));
+        float want_scale = 0.0f;
+        quantize_row_int8(x.data(), k, unsigned_codes.data(), &want_scale);
+        const int64_t padded = (k + 511) / 512 * 512;
+        ASSERT_EQ(q4_padded(k), padded);
+        std::vector<uint8_t> codes(static_cast<size_t>(padded), 0xaa);
+        std::vector<float> sums(static_cast<size_t>(padded / 32), NAN);
         float scale = 0.0f;
-        quantize_row_int8(x.data(), k, codes.data(), &scale, sums.data());
-        for (int64_t g = 0; g < stride / kQ4Group; ++g) {
+        quantize_row_q4x(x.data(), k, codes.data(), &scale, sums.data());
+        EXPECT_EQ(scale, want_scale);
+        for (int64_t c = 0; c < padded; ++c) {
+            const int64_t b = c / 512, l = (c % 512) / 32, t = (c % 32) / 4, e = c % 4;
+            const int want = c < k ? int{unsigned_codes[c]} - 128 : 0;
+            ASSERT_EQ(static_cast<int8_t>(codes[b * 512 + t * 64 + l * 4 + e]), want) << "k=" << k << " c=" << c;
+        }
+        for (int64_t g = 0; g < padded / 32; ++g) {
             int sum = 0;
-            for (int64_t c = g * kQ4Group; c < (g + 1) * kQ4Group; ++c) sum += int{codes[c]} - 128;
+            for (int64_t c = g * 32; c < std::min(k, (g + 1) * 32); ++c) sum += int{unsigned_codes[c]} - 128;
             EXPECT_EQ(sums[g], static_cast<float>(sum)) << "k=" << k << " group " << g;
         }
     }

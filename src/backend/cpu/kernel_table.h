@@ -24,9 +24,12 @@ struct LinearProblem {
 
 // x quantized for int8 and 4-bit weights (linear_i8, linear_q4), per row i: scale[i] = amax(x[i, :]) /
 // 127 and codes q[i, c] = rint(x[i, c] * 127 / amax) in [-127, 127] (a zero row: scale 0, codes 0),
-// stored as the bytes q + 128 (vpdpbusd's unsigned operand), rows `stride` bytes apart: k rounded up
-// to 128 (one 4-bit weight line), the padding 128 (code 0). 64-byte aligned. For 4-bit weights also
-// group_sums[i * (stride / 32) + g] = float(sum of the codes q[i, 32 g : 32 g + 32]) (else null).
+// rows `stride` bytes apart, 64-byte aligned.
+//   For int8 weights (quantize_row_int8): the bytes q + 128 (vpdpbusd's unsigned operand) in column
+//   order, stride k rounded up to 128, the padding 128 (code 0).
+//   For 4-bit weights (quantize_row_q4x): the signed bytes q in the order of base/q4_layout.h
+//   (q4_x_index), stride q4_padded(k), the padding 0; and group_sums[i * (stride / 32) + g] =
+//   float(sum of the codes q[i, 32 g : 32 g + 32]) in column order.
 struct Int8Rows {
     const uint8_t* codes = nullptr;
     const float* scales = nullptr;
@@ -34,9 +37,10 @@ struct Int8Rows {
     const float* group_sums = nullptr;
 };
 inline int64_t int8_rows_stride(int64_t k) { return (k + 127) / 128 * 128; }
-// Quantizes row x[0:k) as above into codes[0:stride) and *scale; and, when group_sums is not null,
-// the stride / 32 sums of its groups.
-void quantize_row_int8(const float* x, int64_t k, uint8_t* codes, float* scale, float* group_sums = nullptr);
+// Quantizes row x[0:k) as above into codes[0:stride) and *scale.
+void quantize_row_int8(const float* x, int64_t k, uint8_t* codes, float* scale);
+// The same codes for 4-bit weights, into codes[0:q4_padded(k)), with the sums of its q4_groups(k) groups.
+void quantize_row_q4x(const float* x, int64_t k, uint8_t* codes, float* scale, float* group_sums);
 
 // The largest k linear_i8 takes: its int32 sums hold 2 * 127 * 128 * k.
 inline constexpr int64_t kInt8MaxK = int64_t{1} << 16;

@@ -34,7 +34,7 @@ float* thread_scratch(int64_t num_floats) {
     return scratch.get();
 }
 
-// x quantized for int8 or 4-bit weights (with its group sums: `group_sums`) into the calling thread's
+// x quantized for int8 or (`group_sums`: with its group sums) 4-bit weights into the calling thread's
 // reused buffers (grown when a larger m * k needs it): rows split over the pool's threads when there
 // are many. With an `order` (act-order weights), column c of the result is x[:, order[c]].
 Int8Rows quantize_x(const float* x, int64_t m, int64_t k, bool group_sums, const int32_t* order, ThreadPool& pool) {
@@ -44,7 +44,7 @@ Int8Rows quantize_x(const float* x, int64_t m, int64_t k, bool group_sums, const
     thread_local std::unique_ptr<uint8_t[], AlignedFree> codes;
     thread_local int64_t capacity = 0;
     thread_local std::vector<float> scales, sums;
-    const int64_t stride = int8_rows_stride(k);
+    const int64_t stride = group_sums ? q4_padded(k) : int8_rows_stride(k);  // group sums: for 4-bit weights
     const int64_t sums_stride = group_sums ? stride / kQ4Group : 0;
     if (static_cast<int64_t>(sums.size()) < m * sums_stride) sums.resize(static_cast<size_t>(m * sums_stride));
     if (capacity < m * stride) {
@@ -65,8 +65,11 @@ Int8Rows quantize_x(const float* x, int64_t m, int64_t k, bool group_sums, const
                 for (int64_t c = 0; c < k; ++c) gathered[c] = row[order[c]];
                 row = gathered.data();
             }
-            quantize_row_int8(row, k, out_codes + i * stride, &out_scales[i],
-                              out_sums != nullptr ? out_sums + i * sums_stride : nullptr);
+            if (out_sums != nullptr) {
+                quantize_row_q4x(row, k, out_codes + i * stride, &out_scales[i], out_sums + i * sums_stride);
+            } else {
+                quantize_row_int8(row, k, out_codes + i * stride, &out_scales[i]);
+            }
         }
     };
     constexpr int64_t kRowsPerThreadMin = 8;

@@ -11,20 +11,7 @@
 
 namespace hichat::cpu {
 
-namespace {
-
-// The sums of the signed codes (bytes - 128) of each group of 32 of a quantized row.
-void sum_groups(const uint8_t* codes, int64_t stride, float* group_sums) {
-    for (int64_t g = 0; g < stride / kQ4Group; ++g) {
-        int32_t sum = 0;
-        for (int64_t c = g * kQ4Group; c < (g + 1) * kQ4Group; ++c) sum += static_cast<int32_t>(codes[c]) - 128;
-        group_sums[g] = static_cast<float>(sum);
-    }
-}
-
-}  // namespace
-
-void quantize_row_int8(const float* x, int64_t k, uint8_t* codes, float* scale, float* group_sums) {
+void quantize_row_int8(const float* x, int64_t k, uint8_t* codes, float* scale) {
     float amax = 0.0f;
     for (int64_t c = 0; c < k; ++c) amax = std::max(amax, std::fabs(x[c]));
     const int64_t stride = int8_rows_stride(k);
@@ -40,7 +27,27 @@ void quantize_row_int8(const float* x, int64_t k, uint8_t* codes, float* scale, 
         }
         std::fill(codes + k, codes + stride, uint8_t{128});
     }
-    if (group_sums != nullptr) sum_groups(codes, stride, group_sums);
+}
+
+void quantize_row_q4x(const float* x, int64_t k, uint8_t* codes, float* scale, float* group_sums) {
+    float amax = 0.0f;
+    for (int64_t c = 0; c < k; ++c) amax = std::max(amax, std::fabs(x[c]));
+    const int64_t padded = q4_padded(k);
+    std::fill(codes, codes + padded, uint8_t{0});
+    std::fill(group_sums, group_sums + padded / kQ4Group, 0.0f);
+    *scale = amax;
+    if (!(amax > 0.0f) || !std::isfinite(amax)) return;  // a zero row; an infinite one gives inf * 0: NaN out
+    *scale = amax / 127.0f;
+    const float inv = 127.0f / amax;
+    for (int64_t g = 0; g * kQ4Group < k; ++g) {
+        int32_t sum = 0;
+        for (int64_t c = g * kQ4Group; c < std::min(k, (g + 1) * kQ4Group); ++c) {
+            const int q = static_cast<int>(std::clamp(std::nearbyint(x[c] * inv), -127.0f, 127.0f));
+            codes[q4_x_index(c)] = static_cast<uint8_t>(static_cast<int8_t>(q));
+            sum += q;
+        }
+        group_sums[g] = static_cast<float>(sum);
+    }
 }
 
 namespace portable {
@@ -60,7 +67,7 @@ void linear_i8(const LinearProblem& p, const Int8Rows& x, int64_t n_begin, int64
 void linear_q4(const LinearProblem& p, const Int8Rows& x, int64_t n_begin, int64_t n_end) {
     const int64_t groups = q4_groups(p.k), row_bytes = q4_row_bytes(p.k);
     for (int64_t i = 0; i < p.m; ++i) {
-        const uint8_t* q = x.codes + i * x.stride;
+        const auto* q = reinterpret_cast<const int8_t*>(x.codes + i * x.stride);
         const float* sums = x.group_sums + i * (x.stride / kQ4Group);
         for (int64_t j = n_begin; j < n_end; ++j) {
             const uint8_t* w = static_cast<const uint8_t*>(p.w) + j * row_bytes;
@@ -68,7 +75,7 @@ void linear_q4(const LinearProblem& p, const Int8Rows& x, int64_t n_begin, int64
             for (int64_t g = 0; g < groups; ++g) {
                 int32_t dot = 0;
                 for (int64_t c = g * kQ4Group; c < (g + 1) * kQ4Group; ++c)
-                    dot += (static_cast<int32_t>(q[c]) - 128) * q4_code(w, c);
+                    dot += static_cast<int32_t>(q[q4_x_index(c)]) * q4_code(w, c);
                 const int zero = p.q4_zeros != nullptr ? p.q4_zeros[j * groups + g] : kQ4ZeroCode;
                 const float term = static_cast<float>(dot) - static_cast<float>(zero) * sums[g];
                 acc += f16_to_f32(p.q4_scales[j * groups + g]) * term;

@@ -1,9 +1,10 @@
-// linear_q4() for AVX2 (and AVX-512 CPUs without VNNI). Each 32-byte half of a weight line
-// (base/q4_layout.h) holds two groups of 32: its low nibbles one, its high nibbles the group 64
-// elements on. vpmaddubsw multiplies the nibbles (unsigned) by 32 activation codes (made signed again,
-// bytes ^ 0x80) and adds pairs into int16 (at most 2 * 15 * 127: nothing saturates), vpmaddwd by ones
-// adds those pairs into int32 lanes: the group's exact integer sum in 8 lanes, converted to fp32 and
-// multiplied by its scale. The stored codes are w + z; z is taken back once per row as
+// linear_q4() for AVX2 (and AVX-512 CPUs without VNNI), on base/q4_layout.h's blocks of 512 columns.
+// Each 32-byte half of a weight line holds 4 elements of 8 groups per nibble plane (low: one, high:
+// the next 4 of each group); vpmaddubsw multiplies the nibbles (unsigned) by the matching 32 signed
+// activation codes and adds pairs into int16 (at most 2 * 15 * 127: nothing saturates), vpmaddwd by
+// ones adds those pairs into int32 lanes: lane l of the 8 products of a block is group l's exact
+// integer sum (groups 0-7 from the first halves, 8-15 from the second), converted once per block and
+// multiplied by the groups' scales. The stored codes are w + z; z is taken back once per row as
 // sum_g scale_g * z_g * group_sum_g. Compiled with -mavx2 -mfma -mf16c (CMakeLists.txt).
 #include <immintrin.h>
 
@@ -22,7 +23,7 @@ constexpr int64_t kChunkRows = 64;  // weight rows kept in L2 while every row of
 
 template <int M>
 constexpr int rows_per_block() {
-    return M == 1 ? 4 : 2;
+    return M == 1 ? 2 : 1;
 }
 
 float reduce_add(__m256 v) {
@@ -32,42 +33,44 @@ float reduce_add(__m256 v) {
     return _mm_cvtss_f32(s);
 }
 
-// The exact sum of the 32 products u * q as fp32 lanes (8 of them).
-inline __m256 group_dot(__m256i nibbles, __m256i x) {
-    const __m256i pairs = _mm256_maddubs_epi16(nibbles, x);
-    return _mm256_cvtepi32_ps(_mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+// The int32 lanes of the products u * q of 4 bytes each, added to `sum`.
+inline __m256i add_products(__m256i sum, __m256i nibbles, const uint8_t* x) {
+    const __m256i pairs = _mm256_maddubs_epi16(nibbles, _mm256_load_si256(reinterpret_cast<const __m256i*>(x)));
+    return _mm256_add_epi32(sum, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
 }
 
 template <int M, int R>
 void block(const LinearProblem& p, const Int8Rows& x, int64_t i0, int64_t r0) {
-    const int64_t lines = q4_lines(p.k), groups = q4_groups(p.k), row_bytes = q4_row_bytes(p.k);
+    const int64_t blocks = q4_blocks(p.k), groups = q4_groups(p.k), row_bytes = q4_row_bytes(p.k);
     const uint8_t* w = static_cast<const uint8_t*>(p.w) + r0 * row_bytes;
     const uint16_t* scales = p.q4_scales + r0 * groups;
     const uint8_t* xr[M];
     for (int i = 0; i < M; ++i) xr[i] = x.codes + (i0 + i) * x.stride;
     const __m256i nibble = _mm256_set1_epi8(0x0f);
-    const __m256i sign = _mm256_set1_epi8(static_cast<char>(0x80));
     __m256 acc[M][R];
     for (int i = 0; i < M; ++i)
         for (int r = 0; r < R; ++r) acc[i][r] = _mm256_setzero_ps();
-    for (int64_t line = 0; line < lines; ++line) {
-        for (int r = 0; r < R; ++r) {
-            alignas(16) float s[4];
-            _mm_store_ps(s, _mm_cvtph_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(scales + r * groups + line * 4))));
-            const uint8_t* wl = w + r * row_bytes + line * 64;
-            for (int half = 0; half < 2; ++half) {  // groups `half` and `half + 2` of the line
-                const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(wl + 32 * half));
-                const __m256i lo = _mm256_and_si256(bytes, nibble);
-                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), nibble);
-                const __m256 s_lo = _mm256_broadcast_ss(&s[half]);
-                const __m256 s_hi = _mm256_broadcast_ss(&s[half + 2]);
-                for (int i = 0; i < M; ++i) {
-                    const uint8_t* xl = xr[i] + line * 128 + 32 * half;
-                    const __m256i x_lo = _mm256_xor_si256(_mm256_load_si256(reinterpret_cast<const __m256i*>(xl)), sign);
-                    const __m256i x_hi = _mm256_xor_si256(_mm256_load_si256(reinterpret_cast<const __m256i*>(xl + 64)), sign);
-                    acc[i][r] = _mm256_fmadd_ps(group_dot(lo, x_lo), s_lo, acc[i][r]);
-                    acc[i][r] = _mm256_fmadd_ps(group_dot(hi, x_hi), s_hi, acc[i][r]);
+    for (int64_t b = 0; b < blocks; ++b) {
+        for (int half = 0; half < 2; ++half) {  // groups 8 half .. 8 half + 7 of the block
+            __m256i dot[M][R];
+            for (int i = 0; i < M; ++i)
+                for (int r = 0; r < R; ++r) dot[i][r] = _mm256_setzero_si256();
+            for (int line = 0; line < 4; ++line) {
+                for (int r = 0; r < R; ++r) {
+                    const __m256i bytes = _mm256_loadu_si256(
+                        reinterpret_cast<const __m256i*>(w + r * row_bytes + b * kQ4BlockBytes + line * 64 + 32 * half));
+                    const __m256i lo = _mm256_and_si256(bytes, nibble);
+                    const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(bytes, 4), nibble);
+                    for (int i = 0; i < M; ++i) {
+                        const uint8_t* xb = xr[i] + b * kQ4BlockElements + line * 128 + 32 * half;
+                        dot[i][r] = add_products(add_products(dot[i][r], lo, xb), hi, xb + 64);
+                    }
                 }
+            }
+            for (int r = 0; r < R; ++r) {
+                const __m256 s = _mm256_cvtph_ps(_mm_loadu_si128(
+                    reinterpret_cast<const __m128i*>(scales + r * groups + b * kQ4GroupsPerBlock + 8 * half)));
+                for (int i = 0; i < M; ++i) acc[i][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[i][r]), s, acc[i][r]);
             }
         }
     }
@@ -77,8 +80,7 @@ void block(const LinearProblem& p, const Int8Rows& x, int64_t i0, int64_t r0) {
             const float* sums = x.group_sums + (i0 + i) * sums_stride;
             const uint8_t* zeros = p.q4_zeros != nullptr ? p.q4_zeros + (r0 + r) * groups : nullptr;
             __m256 z = _mm256_setzero_ps();
-            int64_t g = 0;
-            for (; g + 8 <= groups; g += 8) {
+            for (int64_t g = 0; g < groups; g += 8) {  // groups is a multiple of 16
                 __m256 s = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + r * groups + g)));
                 if (zeros != nullptr) {
                     s = _mm256_mul_ps(s, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(zeros + g)))));
@@ -86,9 +88,6 @@ void block(const LinearProblem& p, const Int8Rows& x, int64_t i0, int64_t r0) {
                 z = _mm256_fmadd_ps(s, _mm256_loadu_ps(sums + g), z);
             }
             float zero = reduce_add(z);
-            for (; g < groups; ++g) {
-                zero += f16_to_f32(scales[r * groups + g]) * (zeros != nullptr ? zeros[g] : 1.0f) * sums[g];
-            }
             if (zeros == nullptr) zero *= kQ4ZeroCode;
             p.y[(i0 + i) * p.n + r0 + r] = x.scales[i0 + i] * (reduce_add(acc[i][r]) - zero);
         }
