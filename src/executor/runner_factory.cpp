@@ -217,8 +217,9 @@ Result<DeviceChoice> choose_device(const model::ModelConfig& cfg, const RunnerOp
                     (cuda   ? ": linear layers stay FP8 on the GPU (FP8 GEMV up to 8 tokens, cuBLASLt FP8 GEMM "
                               "beyond) where the kernels take their shape, else they run dequantized to bf16"
                      : int8 ? ": linear layers run int8 x int8 (activations quantized per token), integer sums per row"
-                     : q4   ? ": linear layers run 4-bit x int8 (activations quantized per token), integer sums per "
-                              "group of 32, the lm_head int8 x int8"
+                     : q4   ? std::string(": linear layers run 4-bit x int8 (activations quantized per token), integer sums "
+                                          "per group of 32") +
+                                  (cfg.quant.method == model::QuantMethod::kOnLoad ? ", the lm_head int8 x int8" : "")
                             : ": its FP8 weights run dequantized to bf16");
     return choice;
 }

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <vector>
 
 #include "backend/cpu/kernel_table.h"
 #include "base/dtype.h"
@@ -33,20 +35,30 @@ void quantize_row_q4x(const float* x, int64_t k, uint8_t* codes, float* scale, f
     float amax = 0.0f;
     for (int64_t c = 0; c < k; ++c) amax = std::max(amax, std::fabs(x[c]));
     const int64_t padded = q4_padded(k);
-    std::fill(codes, codes + padded, uint8_t{0});
-    std::fill(group_sums, group_sums + padded / kQ4Group, 0.0f);
     *scale = amax;
-    if (!(amax > 0.0f) || !std::isfinite(amax)) return;  // a zero row; an infinite one gives inf * 0: NaN out
+    if (!(amax > 0.0f) || !std::isfinite(amax)) {  // a zero row; an infinite one gives inf * 0: NaN out
+        std::fill(codes, codes + padded, uint8_t{0});
+        std::fill(group_sums, group_sums + padded / kQ4Group, 0.0f);
+        return;
+    }
     *scale = amax / 127.0f;
     const float inv = 127.0f / amax;
-    for (int64_t g = 0; g * kQ4Group < k; ++g) {
+    // The codes in column order first (loops the compiler vectorizes), then each block's 4-byte words
+    // moved to the weights' lane order: word 8 l + t (group l, plane t) to word 16 t + l.
+    thread_local std::vector<int8_t> in_order;
+    if (static_cast<int64_t>(in_order.size()) < padded) in_order.resize(static_cast<size_t>(padded));
+    int8_t* q = in_order.data();
+    for (int64_t c = 0; c < k; ++c) q[c] = static_cast<int8_t>(std::clamp(std::nearbyint(x[c] * inv), -127.0f, 127.0f));
+    std::fill(q + k, q + padded, int8_t{0});
+    for (int64_t g = 0; g < padded / kQ4Group; ++g) {
         int32_t sum = 0;
-        for (int64_t c = g * kQ4Group; c < std::min(k, (g + 1) * kQ4Group); ++c) {
-            const int q = static_cast<int>(std::clamp(std::nearbyint(x[c] * inv), -127.0f, 127.0f));
-            codes[q4_x_index(c)] = static_cast<uint8_t>(static_cast<int8_t>(q));
-            sum += q;
-        }
+        for (int64_t c = 0; c < kQ4Group; ++c) sum += q[g * kQ4Group + c];
         group_sums[g] = static_cast<float>(sum);
+    }
+    for (int64_t b = 0; b < padded; b += kQ4BlockElements) {
+        for (int64_t l = 0; l < kQ4GroupsPerBlock; ++l) {
+            for (int64_t t = 0; t < 8; ++t) std::memcpy(codes + b + 64 * t + 4 * l, q + b + 32 * l + 4 * t, 4);
+        }
     }
 }
 
