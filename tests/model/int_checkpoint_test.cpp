@@ -261,6 +261,24 @@ TEST_F(IntErrors, FusedProjectionsQuantizedDifferently) {
     open_error(dir_.path(), {"model.layers.0.self_attn", "quantized alike"});
 }
 
+// AutoGPTQ stores a bias for every linear layer, zeros where the model has none: taken and dropped;
+// a nonzero one on a model without biases is an unexpected tensor.
+TEST_F(IntErrors, ZeroBiasesOfGptqLayersLoadAndANonzeroOneIsUnexpected) {
+    IntCheckpoint q = make(IntLayout::kGptq);
+    for (const IntLinear& l : q.linears) {
+        q.packed.tensors.push_back({l.module + ".bias", "F16", {l.n}, std::string(static_cast<size_t>(2 * l.n), '\0')});
+    }
+    q.packed.write(dir_.path());
+    ASSERT_TRUE(open_ok(dir_.path()));
+    testing::TensorData* bias = q.packed.find(q.linears[3].module + ".bias");
+    ASSERT_NE(bias, nullptr);
+    bias->bytes[0] = 0x3c;  // f16 1.0 has bytes 00 3c
+    bias->bytes[1] = 0x3c;
+    TempDir other;
+    q.packed.write(other.path());
+    open_error(other.path(), {"unexpected tensor '" + q.linears[3].module + ".bias'"});
+}
+
 TEST_F(IntErrors, IntegerTensorOutsideALinearLayer) {
     IntCheckpoint q = make(IntLayout::kCtW8A8);
     testing::TensorData* norm = q.packed.find("model.norm.weight");
