@@ -20,11 +20,6 @@ namespace {
 
 constexpr size_t kMaxProblemsListed = 20;
 
-std::string shape_string(const std::vector<int64_t>& shape) {
-    std::string s = "[";
-    for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
-}
 
 // Binds names to slots for one checkpoint, collecting every problem (each naming its file and
 // tensor) and the names it used.
@@ -253,12 +248,10 @@ private:
             return invalid_argument(ckpt.dir_ + "/config.json: " + flag + " needs a bf16, f16 or f32 checkpoint; this one is "
                                     "already quantized (" + ckpt.config_.quant.describe() + ")");
         }
-        // The CPU's int8 kernels sum a row in int32: 255 * 128 per element, so at most 2^16 of them.
-        constexpr int64_t kInt8MaxK = int64_t{1} << 16;
         const ModelConfig& c = ckpt.config_;
-        if (int8 && std::max({int64_t{c.intermediate_size}, int64_t{c.hidden_size}, int64_t{c.num_heads} * c.head_dim}) > kInt8MaxK) {
+        if (int8 && std::max({int64_t{c.intermediate_size}, int64_t{c.hidden_size}, int64_t{c.num_heads} * c.head_dim}) > kIntegerKernelsMaxK) {
             return invalid_argument(ckpt.dir_ + "/config.json: " + flag + " takes linear layers of at most " +
-                                    std::to_string(kInt8MaxK) + " inputs; hidden_size is " + std::to_string(c.hidden_size) +
+                                    std::to_string(kIntegerKernelsMaxK) + " inputs; hidden_size is " + std::to_string(c.hidden_size) +
                                     ", intermediate_size " + std::to_string(c.intermediate_size) +
                                     ", num_attention_heads * head_dim " + std::to_string(int64_t{c.num_heads} * c.head_dim));
         }

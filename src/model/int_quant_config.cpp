@@ -12,10 +12,6 @@ constexpr const char* kIntSupported =
     "HiChat reads 4-bit GPTQ and AWQ (gemm) checkpoints, and compressed-tensors pack-quantized (4 or 8 bits) "
     "and int-quantized (int8 per channel)";
 
-Status unsupported(const JsonFields& f, std::string_view key, const Json& value, std::string_view why) {
-    return unimplemented(f.file() + ": field '" + f.field_name(key) + "' is " + value.dump() + ": " + std::string(why));
-}
-
 // A 4-bit group size: -1 (or absent for compressed-tensors' channel strategy) is one group per row;
 // else a positive multiple of 32, the kernels' group (base/q4_layout.h).
 Status read_group_size(const JsonFields& f, std::string_view key, QuantConfig& q) {

@@ -14,8 +14,6 @@
 namespace hichat::model {
 namespace {
 
-// The CPU's integer kernels sum a row in int32 over int8 activations: at most 2^16 columns.
-constexpr int64_t kMaxK = int64_t{1} << 16;
 constexpr float kF16Max = 65504.0f;
 
 // AWQ packs 8 output columns per int32 in the order 0 2 4 6 1 3 5 7: column j sits at nibble kAwqNibble[j].
@@ -206,9 +204,9 @@ Result<std::unique_ptr<IntWeights>> IntWeights::repack(const std::vector<PackedL
     int64_t total = 0;
     for (size_t i = 0; i < linears.size(); ++i) {
         const PackedLinear& p = linears[i];
-        if (p.k > kMaxK) {
+        if (p.k > kIntegerKernelsMaxK) {
             return invalid_argument("linear '" + p.module + "' has " + std::to_string(p.k) + " inputs; the CPU's integer "
-                                    "kernels take at most " + std::to_string(kMaxK));
+                                    "kernels take at most " + std::to_string(kIntegerKernelsMaxK));
         }
         at[i].codes = total;
         total += page(q4 ? p.n * q4_row_bytes(p.k) : p.n * p.k);

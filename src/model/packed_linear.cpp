@@ -2,16 +2,13 @@
 
 #include <cstring>
 
+#include "model/tensor_layout.h"
+
 namespace hichat::model {
 namespace {
 
 using Shape = std::vector<int64_t>;
 
-std::string shape_string(const Shape& shape) {
-    std::string s = "[";
-    for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
-}
 
 bool is_float(DType t) { return t == DType::kF32 || t == DType::kBF16 || t == DType::kF16; }
 

@@ -14,11 +14,6 @@ constexpr const char* kSupported =
     "HiChat reads FP8 checkpoints (compressed-tensors float-quantized, quant_method fp8, modelopt FP8) and "
     "integer ones (gptq, awq, compressed-tensors pack-quantized and int-quantized)";
 
-// "<file>: field 'quantization_config.<key>' is <value>: <why>" as kUnimplemented.
-Status unsupported(const JsonFields& f, std::string_view key, const Json& value, std::string_view why) {
-    return unimplemented(f.file() + ": field '" + f.field_name(key) + "' is " + value.dump() + ": " + std::string(why));
-}
-
 Result<std::vector<std::string>> read_string_list(const JsonFields& f, std::string_view key) {
     std::vector<std::string> out;
     const Json* list = f.find(key);
@@ -266,6 +261,10 @@ const char* activation_name(ActivationQuant a) {
 }
 
 }  // namespace
+
+Status unsupported(const JsonFields& f, std::string_view key, const Json& value, std::string_view why) {
+    return unimplemented(f.file() + ": field '" + f.field_name(key) + "' is " + value.dump() + ": " + std::string(why));
+}
 
 bool QuantConfig::quantizes(std::string_view module) const {
     if (!quantized()) return false;

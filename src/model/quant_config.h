@@ -7,6 +7,7 @@
 // Every other method or option is refused by name.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,6 +15,10 @@
 #include "base/dtype.h"
 
 namespace hichat::model {
+
+// The most inputs (k) of a linear layer the CPU's int8 and 4-bit kernels take: they sum a row in
+// int32 over int8 activations (backend/cpu kInt8MaxK).
+inline constexpr int64_t kIntegerKernelsMaxK = int64_t{1} << 16;
 
 // kOnLoad: --quantization fp8, int8 or q4, applied by Checkpoint::open.
 enum class QuantMethod { kNone, kCompressedTensors, kHfFp8, kModelOpt, kGptq, kAwq, kOnLoad };

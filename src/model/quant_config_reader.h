@@ -2,12 +2,16 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "base/status.h"
 #include "model/json_fields.h"
 #include "model/quant_config.h"
 
 namespace hichat::model {
+
+// "<file>: field '<prefix><key>' is <value>: <why>" as kUnimplemented: a value HiChat does not run.
+Status unsupported(const JsonFields& f, std::string_view key, const Json& value, std::string_view why);
 
 // config.json's `quantization_config` (or the older `compression_config`); absent: kNone. Errors
 // name the field: a method other than the FP8 and integer ones, a format, strategy, bit width or option HiChat

@@ -69,4 +69,10 @@ bool is_ignored_tensor(std::string_view name, const ModelConfig& cfg) {
     return cfg.tie_word_embeddings && name == "lm_head.weight";
 }
 
+std::string shape_string(const std::vector<int64_t>& shape) {
+    std::string s = "[";
+    for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+}
+
 }  // namespace hichat::model

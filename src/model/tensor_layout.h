@@ -27,4 +27,7 @@ std::vector<ExpectedTensor> expected_tensors(const ModelConfig& cfg, ModelWeight
 // lm_head.weight when the embeddings are tied (transformers drops it on load).
 bool is_ignored_tensor(std::string_view name, const ModelConfig& cfg);
 
+// "[2048, 4096]": a shape for error messages.
+std::string shape_string(const std::vector<int64_t>& shape);
+
 }  // namespace hichat::model
