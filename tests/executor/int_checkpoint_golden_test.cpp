@@ -36,8 +36,6 @@ constexpr double kActivationTop1Bound = 0.8;
 constexpr double kWeightErrorBound4 = 0.9, kWeightTop1Bound4 = 0.15;
 constexpr double kWeightErrorBound8 = 0.12, kWeightTop1Bound8 = 0.8;
 
-bool is_act_order(IntLayout l) { return l == IntLayout::kGptqActOrder || l == IntLayout::kCtW4A16ActOrder; }
-bool is_int8(IntLayout l) { return l == IntLayout::kCtW8A8 || l == IntLayout::kCtW8A16; }
 
 class IntCheckpointGoldenTest : public ::testing::TestWithParam<std::tuple<std::string, IntLayout>> {
 protected:
@@ -45,7 +43,7 @@ protected:
         const auto& [fixture, layout] = GetParam();
         // Act-order needs several groups per row to reorder: groups of 32 on these 64-160-column layers.
         const model::testing::IntCheckpoint q = model::testing::quantize_int(
-            model::testing::read_checkpoint(fixture_dir(fixture)), layout, is_act_order(layout) ? 32 : 128);
+            model::testing::read_checkpoint(fixture_dir(fixture)), layout, model::testing::int_layout_act_order(layout) ? 32 : 128);
         q.packed.write(packed_dir_.path());
         q.dequantized.write(ref_dir_.path());
         auto packed = model::Checkpoint::open(packed_dir_.path(), {.threads = 2});
@@ -83,7 +81,7 @@ TEST_P(IntCheckpointGoldenTest, CpuLogitsMatchTheDequantizedWeightsAndTransforme
                 top1_tf);
     EXPECT_LT(err, kActivationErrorBound) << name();
     EXPECT_GT(top1, kActivationTop1Bound) << name();
-    const bool int8 = is_int8(std::get<1>(GetParam()));
+    const bool int8 = model::testing::int_layout_int8(std::get<1>(GetParam()));
     EXPECT_LT(err_tf, int8 ? kWeightErrorBound8 : kWeightErrorBound4) << name();
     EXPECT_GT(top1_tf, int8 ? kWeightTop1Bound8 : kWeightTop1Bound4) << name();
 }
@@ -92,7 +90,7 @@ TEST_P(IntCheckpointGoldenTest, CudaRefusesByNameAndAutoTakesTheCpu) {
     const model::ModelConfig& cfg = packed_->config();
     const auto reason = cuda_unsupported_reason(cfg, CudaStepShape{.max_num_seqs = 8, .max_num_tokens_per_step = 512});
     ASSERT_TRUE(reason.has_value()) << name();
-    EXPECT_NE(reason->find(is_int8(std::get<1>(GetParam())) ? "int8" : "4-bit"), std::string::npos) << *reason;
+    EXPECT_NE(reason->find(model::testing::int_layout_int8(std::get<1>(GetParam())) ? "int8" : "4-bit"), std::string::npos) << *reason;
     auto chosen = choose_device(cfg, RunnerOptions{.device = DeviceKind::kAuto}, CudaPresence::kPresent);
     ASSERT_TRUE(chosen.ok()) << chosen.status().message();
     EXPECT_EQ(chosen->device, DeviceKind::kCpu);

@@ -16,18 +16,6 @@ bool ends_with(const std::string& s, const std::string& suffix) {
     return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-float element(const TensorData& t, size_t i) {
-    if (t.dtype == "F32") {
-        float f;
-        std::memcpy(&f, t.bytes.data() + 4 * i, 4);
-        return f;
-    }
-    uint16_t h;
-    std::memcpy(&h, t.bytes.data() + 2 * i, 2);
-    if (t.dtype == "F16") return f16_to_f32(h);
-    if (t.dtype == "BF16") return bf16_to_f32(h);
-    throw std::runtime_error("fp8_checkpoint_writer: cannot read " + t.dtype + " tensor " + t.name);
-}
 
 // `v` rounded to `dtype` and its bytes appended to `bytes`; returns the rounded value.
 float append_as(std::string& bytes, const std::string& dtype, float v) {
@@ -160,7 +148,7 @@ Fp8Checkpoint quantize_fp8(const TinyModel& model, Fp8Layout layout, const std::
                 float amax = 0.0f;
                 for (int64_t r = br * g.block_rows; r < std::min(n, (br + 1) * g.block_rows); ++r) {
                     for (int64_t c = bc * g.block_cols; c < std::min(k, (bc + 1) * g.block_cols); ++c) {
-                        amax = std::max(amax, std::fabs(element(t, static_cast<size_t>(r * k + c))));
+                        amax = std::max(amax, std::fabs(tensor_value(t, static_cast<size_t>(r * k + c))));
                     }
                 }
                 const float s = amax > 0.0f ? amax / kFp8E4M3Max : 1.0f;
@@ -172,7 +160,7 @@ Fp8Checkpoint quantize_fp8(const TinyModel& model, Fp8Layout layout, const std::
         for (int64_t r = 0; r < n; ++r) {
             for (int64_t c = 0; c < k; ++c) {
                 const float s = stored[static_cast<size_t>((r / g.block_rows) * grid_cols + c / g.block_cols)];
-                const uint8_t code = f32_to_fp8_e4m3(element(t, static_cast<size_t>(r * k + c)) / s);
+                const uint8_t code = f32_to_fp8_e4m3(tensor_value(t, static_cast<size_t>(r * k + c)) / s);
                 q.bytes[static_cast<size_t>(r * k + c)] = static_cast<char>(code);
                 append_as(d.bytes, "BF16", fp8_e4m3_to_f32(code) * s);
             }

@@ -84,7 +84,7 @@ protected:
     // take groups of 32, so that every layer (64 or 128 columns) has several groups to reorder.
     IntCheckpoint make() const {
         const auto& [fixture, layout] = GetParam();
-        const bool act_order = layout == IntLayout::kGptqActOrder || layout == IntLayout::kCtW4A16ActOrder;
+        const bool act_order = testing::int_layout_act_order(layout);
         return testing::quantize_int(testing::read_checkpoint(hichat::testing::fixture_dir(fixture)), layout,
                                      act_order ? 32 : 128);
     }
@@ -114,7 +114,7 @@ TEST_P(IntLoads, CodesScalesZerosAndGroupsAreTheWrittenIntegers) {
         EXPECT_EQ(l.gate_proj.scales.input_order, l.up_proj.scales.input_order);
     }
     const IntLayout layout = std::get<1>(GetParam());
-    const bool act_order = layout == IntLayout::kGptqActOrder || layout == IntLayout::kCtW4A16ActOrder;
+    const bool act_order = testing::int_layout_act_order(layout);
     EXPECT_EQ(ckpt->weights().layers[0].q_proj.scales.input_order != nullptr, act_order);
     EXPECT_EQ(cfg.act_order, act_order);
     std::printf("[int load] %s/%s: %s\n", std::get<0>(GetParam()).c_str(), testing::int_layout_name(layout).c_str(),

@@ -44,15 +44,6 @@ Family family_of(IntLayout layout) {
     throw std::invalid_argument("int_checkpoint_writer: unknown layout");
 }
 
-bool is_symmetric(IntLayout layout) {
-    return layout != IntLayout::kGptqAsym && layout != IntLayout::kGptqV2 && layout != IntLayout::kAwq &&
-           layout != IntLayout::kCtW4A16Asym;
-}
-
-bool has_act_order(IntLayout layout) {
-    return layout == IntLayout::kGptqActOrder || layout == IntLayout::kCtW4A16ActOrder;
-}
-
 // checkpoint_format "gptq": qzeros hold zero - 1 (in 4 bits) and readers add the 1 back.
 bool is_gptq_v1(IntLayout layout) { return family_of(layout) == Family::kGptq && layout != IntLayout::kGptqV2; }
 
@@ -73,22 +64,10 @@ std::string scale_dtype_of(IntLayout layout, const std::string& weight_dtype) {
 // ---------------------------------------------------------------------------------------------
 // Tensor bytes.
 
-float element(const TensorData& t, size_t i) {
-    if (t.dtype == "F32") {
-        float f;
-        std::memcpy(&f, t.bytes.data() + 4 * i, 4);
-        return f;
-    }
-    uint16_t h;
-    std::memcpy(&h, t.bytes.data() + 2 * i, 2);
-    if (t.dtype == "F16") return f16_to_f32(h);
-    if (t.dtype == "BF16") return bf16_to_f32(h);
-    throw std::runtime_error("int_checkpoint_writer: cannot read " + t.dtype + " tensor " + t.name);
-}
 
 std::vector<float> values_of(const TensorData& t) {
     std::vector<float> v(at(t.shape.at(0) * t.shape.at(1)));
-    for (size_t i = 0; i < v.size(); ++i) v[i] = element(t, i);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = tensor_value(t, i);
     return v;
 }
 
@@ -424,7 +403,7 @@ std::vector<TensorData> packed_tensors(IntLayout layout, const IntLinear& l, con
         case Family::kGptq: return gptq_tensors(l, is_gptq_v1(layout));
         case Family::kAwq: return awq_tensors(l);
         case Family::kCtPacked:
-            return ct_packed_tensors(l, scale_dtype, is_symmetric(layout), has_act_order(layout));
+            return ct_packed_tensors(l, scale_dtype, int_layout_symmetric(layout), int_layout_act_order(layout));
         case Family::kCtInt8: return ct_int8_tensors(l, scale_dtype);
     }
     return {};
@@ -437,8 +416,8 @@ Json gptq_config(IntLayout layout, int group_size) {
     return {{"quant_method", "gptq"},
             {"bits", 4},
             {"group_size", group_size},
-            {"desc_act", has_act_order(layout)},
-            {"sym", is_symmetric(layout)},
+            {"desc_act", int_layout_act_order(layout)},
+            {"sym", int_layout_symmetric(layout)},
             {"checkpoint_format", is_gptq_v1(layout) ? "gptq" : "gptq_v2"},
             {"damp_percent", 0.01},
             {"true_sequential", true},
@@ -461,8 +440,8 @@ Json ct_args(int bits, bool symmetric, const std::string& strategy, bool dynamic
 Json ct_config(IntLayout layout, int group_size) {
     const bool packed = family_of(layout) == Family::kCtPacked;
     const std::string format = packed ? "pack-quantized" : "int-quantized";
-    Json weights = packed ? ct_args(4, is_symmetric(layout), "group", false, group_size,
-                                    has_act_order(layout) ? Json("group") : Json(nullptr), "minmax")
+    Json weights = packed ? ct_args(4, int_layout_symmetric(layout), "group", false, group_size,
+                                    int_layout_act_order(layout) ? Json("group") : Json(nullptr), "minmax")
                           : ct_args(8, true, "channel", false, nullptr, nullptr, "minmax");
     // W8A8: int8 activations quantized per token at run time; W4A16 / W8A16: activations unquantized.
     Json acts = layout == IntLayout::kCtW8A8 ? ct_args(8, true, "token", true, nullptr, nullptr, nullptr)
@@ -501,6 +480,17 @@ std::vector<IntLayout> all_int_layouts() {
             IntLayout::kCtW8A8,  IntLayout::kCtW8A16};
 }
 
+bool int_layout_symmetric(IntLayout layout) {
+    return layout != IntLayout::kGptqAsym && layout != IntLayout::kGptqV2 && layout != IntLayout::kAwq &&
+           layout != IntLayout::kCtW4A16Asym;
+}
+
+bool int_layout_act_order(IntLayout layout) {
+    return layout == IntLayout::kGptqActOrder || layout == IntLayout::kCtW4A16ActOrder;
+}
+
+bool int_layout_int8(IntLayout layout) { return layout == IntLayout::kCtW8A8 || layout == IntLayout::kCtW8A16; }
+
 std::string int_layout_name(IntLayout layout) {
     switch (layout) {
         case IntLayout::kGptq: return "gptq";
@@ -533,10 +523,10 @@ IntCheckpoint quantize_int(const TinyModel& model, IntLayout layout, int group_s
         const int64_t k = t.shape[1];
         // int8 is per output channel: one group spanning every column.
         const int64_t g = int8 ? k : group_size;
-        const Quantizer qz{int8 ? 8 : 4, is_symmetric(layout), zero_range(layout),
+        const Quantizer qz{int8 ? 8 : 4, int_layout_symmetric(layout), zero_range(layout),
                            scale_dtype_of(layout, t.dtype)};
         const std::string module = t.name.substr(0, t.name.size() - std::string(".weight").size());
-        std::vector<int32_t> group_of_col = group_of_columns(module, k, g, has_act_order(layout));
+        std::vector<int32_t> group_of_col = group_of_columns(module, k, g, int_layout_act_order(layout));
         IntLinear l = quantize_linear(t, qz, std::move(group_of_col), ceil_div(k, g));
         for (TensorData& p : packed_tensors(layout, l, qz.scale_dtype)) {
             out.packed.tensors.push_back(std::move(p));

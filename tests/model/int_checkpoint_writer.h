@@ -28,6 +28,10 @@ enum class IntLayout {
 };
 std::vector<IntLayout> all_int_layouts();
 std::string int_layout_name(IntLayout layout);   // e.g. "gptq", "gptq_asym", "ct_w4a16_asym"
+// What a layout stores: zero points (not symmetric), a g_idx column map (act-order), int8 codes (else 4-bit).
+bool int_layout_symmetric(IntLayout layout);
+bool int_layout_act_order(IntLayout layout);
+bool int_layout_int8(IntLayout layout);
 
 // The known integers of one quantized linear weight [n, k]:
 //   w[r, c] = (q[r * k + c] - zero[r * groups + group_of_col[c]]) * scale[r * groups + group_of_col[c]]

@@ -37,16 +37,7 @@ Family family(IntLayout layout) {
     return name.rfind("ct_w8", 0) == 0 ? Family::kCtInt8 : Family::kCtPacked;
 }
 
-bool symmetric(IntLayout layout) {
-    return layout != IntLayout::kGptqAsym && layout != IntLayout::kGptqV2 && layout != IntLayout::kAwq &&
-           layout != IntLayout::kCtW4A16Asym;
-}
-
-bool act_order(IntLayout layout) {
-    return layout == IntLayout::kGptqActOrder || layout == IntLayout::kCtW4A16ActOrder;
-}
 bool gptq_v1(IntLayout layout) { return family(layout) == Family::kGptq && layout != IntLayout::kGptqV2; }
-bool four_bit(IntLayout layout) { return family(layout) != Family::kCtInt8; }
 
 // The stored scale dtype: f16 for GPTQ / AWQ, the model's dtype (bf16 for the fixtures) for compressed-tensors.
 std::string scale_dtype(IntLayout layout) {
@@ -80,16 +71,6 @@ uint32_t word(const TensorData& t, int64_t i) {
 
 int nibble(uint32_t w, int j) { return static_cast<int>((w >> (4 * j)) & 0xfu); }
 
-float real(const TensorData& t, int64_t i) {
-    if (t.dtype == "F32") {
-        float f;
-        std::memcpy(&f, t.bytes.data() + 4 * i, 4);
-        return f;
-    }
-    uint16_t h;
-    std::memcpy(&h, t.bytes.data() + 2 * i, 2);
-    return t.dtype == "F16" ? f16_to_f32(h) : bf16_to_f32(h);
-}
 
 float round_to(const std::string& dtype, float v) {
     return dtype == "F16" ? f16_to_f32(f32_to_f16(v)) : dtype == "BF16" ? bf16_to_f32(f32_to_bf16(v)) : v;
@@ -120,13 +101,13 @@ IntLinear decode(const TinyModel& packed, IntLayout layout, const std::string& m
     l.module = m;
     l.n = n;
     l.k = k;
-    l.bits = four_bit(layout) ? 4 : 8;
-    l.groups = four_bit(layout) ? (k + g - 1) / g : 1;
+    l.bits = testing::int_layout_int8(layout) ? 8 : 4;
+    l.groups = testing::int_layout_int8(layout) ? 1 : (k + g - 1) / g;
     l.q.resize(at(n * k));
     l.zero.resize(at(n * l.groups));
     l.scale.resize(at(n * l.groups));
     l.group_of_col.resize(at(k));
-    for (int64_t c = 0; c < k; ++c) l.group_of_col[at(c)] = four_bit(layout) ? static_cast<int32_t>(c / g) : 0;
+    for (int64_t c = 0; c < k; ++c) l.group_of_col[at(c)] = !testing::int_layout_int8(layout) ? static_cast<int32_t>(c / g) : 0;
     switch (family(layout)) {
         case Family::kGptq: {
             const TensorData &qweight = get(packed, m + ".qweight"), &qzeros = get(packed, m + ".qzeros"),
@@ -140,7 +121,7 @@ IntLinear decode(const TinyModel& packed, IntLayout layout, const std::string& m
                 for (int64_t gr = 0; gr < l.groups; ++gr) {
                     const int stored = nibble(word(qzeros, gr * (n / 8) + col / 8), static_cast<int>(col % 8));
                     l.zero[at(col * l.groups + gr)] = gptq_v1(layout) ? stored + 1 : stored;
-                    l.scale[at(col * l.groups + gr)] = real(scales, gr * n + col);
+                    l.scale[at(col * l.groups + gr)] = tensor_value(scales, gr * n + col);
                 }
             }
             break;
@@ -155,7 +136,7 @@ IntLinear decode(const TinyModel& packed, IntLayout layout, const std::string& m
                 }
                 for (int64_t gr = 0; gr < l.groups; ++gr) {
                     l.zero[at(col * l.groups + gr)] = nibble(word(qzeros, gr * (n / 8) + col / 8), j);
-                    l.scale[at(col * l.groups + gr)] = real(scales, gr * n + col);
+                    l.scale[at(col * l.groups + gr)] = tensor_value(scales, gr * n + col);
                 }
             }
             break;
@@ -177,7 +158,7 @@ IntLinear decode(const TinyModel& packed, IntLayout layout, const std::string& m
                     const int j = static_cast<int>(r % 8);
                     const int zp = zero_point ? nibble(word(*zero_point, (r / 8) * l.groups + gr), j) : 8;
                     l.zero[at(r * l.groups + gr)] = zp;
-                    l.scale[at(r * l.groups + gr)] = real(scale, r * l.groups + gr);
+                    l.scale[at(r * l.groups + gr)] = tensor_value(scale, r * l.groups + gr);
                 }
             }
             break;
@@ -185,7 +166,7 @@ IntLinear decode(const TinyModel& packed, IntLayout layout, const std::string& m
         case Family::kCtInt8: {
             const TensorData &weight = get(packed, m + ".weight"), &scale = get(packed, m + ".weight_scale");
             for (int64_t i = 0; i < n * k; ++i) l.q[at(i)] = static_cast<int8_t>(weight.bytes[at(i)]);
-            for (int64_t r = 0; r < n; ++r) l.scale[at(r)] = real(scale, r);
+            for (int64_t r = 0; r < n; ++r) l.scale[at(r)] = tensor_value(scale, r);
             break;
         }
     }
@@ -209,8 +190,8 @@ TensorSpecs expected_tensors(IntLayout layout, int64_t n, int64_t k, int64_t g) 
             TensorSpecs out = {
                 {".weight_packed", {"I32", {n, (k + 7) / 8}}}, {".weight_scale", {"BF16", {n, groups}}},
                 {".weight_shape", {"I32", {2}}}};
-            if (!symmetric(layout)) out[".weight_zero_point"] = {"I32", {(n + 7) / 8, groups}};
-            if (act_order(layout)) out[".weight_g_idx"] = {"I32", {k}};
+            if (!testing::int_layout_symmetric(layout)) out[".weight_zero_point"] = {"I32", {(n + 7) / 8, groups}};
+            if (testing::int_layout_act_order(layout)) out[".weight_g_idx"] = {"I32", {k}};
             return out;
         }
         case Family::kCtInt8: return {{".weight", {"I8", {n, k}}}, {".weight_scale", {"BF16", {n, 1}}}};
@@ -235,7 +216,7 @@ protected:
     const std::string& fixture() const { return std::get<0>(GetParam()); }
     IntLayout layout() const { return std::get<1>(GetParam()); }
     int group() const { return std::get<2>(GetParam()); }
-    int64_t group_of(const IntLinear& l) const { return four_bit(layout()) ? group() : l.k; }
+    int64_t group_of(const IntLinear& l) const { return !testing::int_layout_int8(layout()) ? group() : l.k; }
 
     TinyModel original_;
     IntCheckpoint q_;
@@ -288,8 +269,8 @@ TEST_P(IntWriterLayouts, QuantizesEveryProjectionAndCopiesTheRest) {
             EXPECT_EQ(qc["quant_method"], "gptq");
             EXPECT_EQ(qc["bits"], 4);
             EXPECT_EQ(qc["group_size"], group());
-            EXPECT_EQ(qc["sym"], symmetric(layout()));
-            EXPECT_EQ(qc["desc_act"], act_order(layout()));
+            EXPECT_EQ(qc["sym"], testing::int_layout_symmetric(layout()));
+            EXPECT_EQ(qc["desc_act"], testing::int_layout_act_order(layout()));
             EXPECT_EQ(qc["checkpoint_format"], gptq_v1(layout()) ? "gptq" : "gptq_v2");
             break;
         case Family::kAwq:
@@ -308,8 +289,8 @@ TEST_P(IntWriterLayouts, QuantizesEveryProjectionAndCopiesTheRest) {
                 EXPECT_EQ(w["num_bits"], 4);
                 EXPECT_EQ(w["strategy"], "group");
                 EXPECT_EQ(w["group_size"], group());
-                EXPECT_EQ(w["symmetric"], symmetric(layout()));
-                EXPECT_EQ(w["actorder"], act_order(layout()) ? testing::Json("group") : testing::Json(nullptr));
+                EXPECT_EQ(w["symmetric"], testing::int_layout_symmetric(layout()));
+                EXPECT_EQ(w["actorder"], testing::int_layout_act_order(layout()) ? testing::Json("group") : testing::Json(nullptr));
                 EXPECT_TRUE(scheme["input_activations"].is_null());
             } else {
                 EXPECT_EQ(qc["format"], "int-quantized");
@@ -338,17 +319,17 @@ TEST_P(IntWriterLayouts, CodesZerosAndScalesInRange) {
         ASSERT_EQ(l.zero.size(), at(l.n * l.groups));
         ASSERT_EQ(l.scale.size(), at(l.n * l.groups));
         ASSERT_EQ(l.group_of_col.size(), at(l.k));
-        const int q_lo = four_bit(layout()) ? 0 : -127, q_hi = four_bit(layout()) ? 15 : 127;
+        const int q_lo = !testing::int_layout_int8(layout()) ? 0 : -127, q_hi = !testing::int_layout_int8(layout()) ? 15 : 127;
         for (int32_t q : l.q) ASSERT_TRUE(q >= q_lo && q <= q_hi) << l.module << " code " << q;
         for (int32_t c : l.group_of_col) ASSERT_TRUE(c >= 0 && c < l.groups) << l.module;
-        const int zero_lo = symmetric(layout()) ? (four_bit(layout()) ? 8 : 0) : gptq_v1(layout()) ? 1 : 0;
-        const int zero_hi = symmetric(layout()) ? zero_lo : zero_lo + 15;
+        const int zero_lo = testing::int_layout_symmetric(layout()) ? (!testing::int_layout_int8(layout()) ? 8 : 0) : gptq_v1(layout()) ? 1 : 0;
+        const int zero_hi = testing::int_layout_symmetric(layout()) ? zero_lo : zero_lo + 15;
         for (int32_t z : l.zero) ASSERT_TRUE(z >= zero_lo && z <= zero_hi) << l.module << " zero " << z;
         for (float s : l.scale) {
             ASSERT_GT(s, 0.0f) << l.module;
             ASSERT_EQ(round_to(scale_dtype(layout()), s), s) << l.module << " scale inexact";
         }
-        if (!symmetric(layout())) {
+        if (!testing::int_layout_symmetric(layout())) {
             // Both ends of the zero range occur (GPTQ v1: 16, the stored nibble 15).
             EXPECT_NE(std::find(l.zero.begin(), l.zero.end(), zero_lo), l.zero.end()) << l.module;
             EXPECT_NE(std::find(l.zero.begin(), l.zero.end(), zero_hi), l.zero.end()) << l.module;
@@ -360,18 +341,18 @@ TEST_P(IntWriterLayouts, DequantizedIsRoundToNearestOfTheOriginal) {
     for (const IntLinear& l : q_.linears) {
         const TensorData& original = get(original_, l.module + ".weight");
         const TensorData& d = get(q_.dequantized, l.module + ".weight");
-        const int q_lo = four_bit(layout()) ? 0 : -127, q_hi = four_bit(layout()) ? 15 : 127;
+        const int q_lo = !testing::int_layout_int8(layout()) ? 0 : -127, q_hi = !testing::int_layout_int8(layout()) ? 15 : 127;
         for (int64_t r = 0; r < l.n; ++r) {
             for (int64_t c = 0; c < l.k; ++c) {
                 const auto gi = at(r * l.groups + l.group_of_col[at(c)]);
                 const int32_t q = l.q[at(r * l.k + c)];
                 const double s = l.scale[gi];
                 const float want = static_cast<float>((q - l.zero[gi]) * s);
-                ASSERT_EQ(real(d, r * l.k + c), want) << l.module << " [" << r << ", " << c << "]";
+                ASSERT_EQ(tensor_value(d, r * l.k + c), want) << l.module << " [" << r << ", " << c << "]";
                 // Round to nearest: within half a step, except where an asymmetric code sits at the
                 // end of its range (the weight may have been clamped there).
-                if (!symmetric(layout()) && (q == q_lo || q == q_hi)) continue;
-                const double w = real(original, r * l.k + c);
+                if (!testing::int_layout_symmetric(layout()) && (q == q_lo || q == q_hi)) continue;
+                const double w = tensor_value(original, r * l.k + c);
                 ASSERT_LE(std::fabs(want - w), s / 2 * (1 + 1e-6) + 1e-9)
                     << l.module << " [" << r << ", " << c << "] w " << w << " q " << q << " zero " << l.zero[gi]
                     << " scale " << s;

@@ -74,6 +74,19 @@ float read_value(const WeightTensor& t, int64_t index) {
     return t.dtype == DType::kF16 ? f16_to_f32(h) : bf16_to_f32(h);
 }
 
+float tensor_value(const TensorData& t, int64_t index) {
+    if (t.dtype == "F32") {
+        float f;
+        std::memcpy(&f, t.bytes.data() + 4 * index, 4);
+        return f;
+    }
+    uint16_t h;
+    std::memcpy(&h, t.bytes.data() + 2 * index, 2);
+    if (t.dtype == "F16") return f16_to_f32(h);
+    if (t.dtype == "BF16") return bf16_to_f32(h);
+    throw std::runtime_error("cannot read " + t.dtype + " tensor " + t.name + " as float");
+}
+
 std::unique_ptr<Checkpoint> open_ok(const std::string& dir) {
     Result<std::unique_ptr<Checkpoint>> ckpt = Checkpoint::open(dir);
     EXPECT_TRUE(ckpt.ok()) << ckpt.status().message();

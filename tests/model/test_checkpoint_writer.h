@@ -37,6 +37,8 @@ void write_file(const std::string& path, const std::string& bytes);
 
 // Element `index` of a loaded weight, decoded to float.
 float read_value(const WeightTensor& t, int64_t index);
+// Element `index` of a tensor to write (F32, F16 or BF16), decoded to float; throws for other dtypes.
+float tensor_value(const TensorData& t, int64_t index);
 
 // A fresh directory under the system temp dir, removed with everything in it on destruction.
 class TempDir {
