@@ -198,7 +198,10 @@ __device__ __forceinline__ void issue_tile(uint32_t k_addr, const AttnArgs& a, i
     const char* v_cache = static_cast<const char*>(a.v_cache);
 #pragma unroll
     for (int c0 = 0; c0 < kCopies; c0 += 32) {
-        const int c = c0 + lane, row = min(c / Shape::kChunks, kTileKeys - 1), chunk = c % Shape::kChunks;
+        constexpr bool kWholeRows = 32 % Shape::kChunks == 0;   // a copy round covers whole rows
+        const int c = c0 + lane;
+        const int row = kWholeRows ? c0 / Shape::kChunks + lane / Shape::kChunks : c / Shape::kChunks;   // < 32
+        const int chunk = kWholeRows ? lane % Shape::kChunks : c % Shape::kChunks;
         const int slot = __shfl_sync(kernels::kFullMask, my_slot, row);   // every lane takes part
         if (kCopies % 32 != 0 && c >= kCopies) continue;
         const int64_t offset =
