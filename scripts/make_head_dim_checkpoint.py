@@ -9,10 +9,11 @@ BASE_MODEL_DIR defaults to models/default (its config.json gives every other fie
 On a GPU machine (issue 16, item 2), with a CUDA build of hichat on PATH:
   python3 scripts/make_head_dim_checkpoint.py /tmp/hd32
   hichat score --model /tmp/hd32 --ids 1,2,3 --out /tmp/hd32.bin --device auto; echo "rc=$?"
-    -> rc=0, stderr: hichat score: device auto: using the CPU: the CUDA backend needs head_dim 64 or 128,
-       this model has 32
+    -> rc=0, stderr: hichat score: device auto: using the CPU: the CUDA backend needs head_dim 64, 80, 96,
+       128 or 256, this model has 32
   hichat score --model /tmp/hd32 --ids 1,2,3 --out /tmp/hd32.bin --device cuda; echo "rc=$?"
-    -> rc=2, stderr: hichat score: --device cuda: the CUDA backend needs head_dim 64 or 128, this model has 32
+    -> rc=2, stderr: hichat score: --device cuda: the CUDA backend needs head_dim 64, 80, 96, 128 or 256,
+       this model has 32
   hichat generate --model /tmp/hd32 --prompt "Once upon a time" --max-tokens 16 --device auto
 """
 import json

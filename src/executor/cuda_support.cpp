@@ -6,7 +6,7 @@ namespace hichat::executor {
 namespace {
 
 // backend/cuda: the attention kernels are instantiated for these head sizes only (attention.cu).
-constexpr int kHeadDims[] = {64, 128};
+constexpr int kHeadDims[] = {64, 80, 96, 128, 256};
 // sampling.cu kMaxVocab: vocab * 2^40 fixed-point mass fits in uint64.
 constexpr int64_t kMaxVocab = int64_t{1} << 23;
 // CUDA grid dimensions y and z (the prefill grid is (kv heads, sequences, row tiles)).
@@ -20,7 +20,7 @@ std::optional<std::string> head_reason(const model::ModelConfig& cfg) {
     bool known = false;
     for (int d : kHeadDims) known = known || cfg.head_dim == d;
     if (!known) {
-        return "the CUDA backend needs head_dim 64 or 128, this model has " + std::to_string(cfg.head_dim);
+        return "the CUDA backend needs head_dim 64, 80, 96, 128 or 256, this model has " + std::to_string(cfg.head_dim);
     }
     if (cfg.num_kv_heads <= 0 || cfg.num_heads <= 0 || cfg.num_heads % cfg.num_kv_heads != 0) {
         return "the CUDA backend needs num_attention_heads (" + std::to_string(cfg.num_heads) +

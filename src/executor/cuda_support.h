@@ -18,7 +18,7 @@ struct CudaStepShape {
 };
 
 // Empty when the CUDA runner supports `cfg` at `step`; else one sentence naming the first unsupported
-// value and what is supported, e.g. "the CUDA backend needs head_dim 64 or 128, this model has 32".
+// value and what is supported, e.g. "the CUDA backend needs head_dim 64, 80, 96, 128 or 256, this model has 32".
 std::optional<std::string> cuda_unsupported_reason(const model::ModelConfig& cfg, const CudaStepShape& step);
 
 }  // namespace hichat::executor

@@ -65,7 +65,7 @@ bool cuda_available();
 
 // The backend make_runner builds (kCpu or kCuda). note: one line for the log when `auto` takes the CPU
 // although a GPU is present, saying why ("device auto: using the CPU: the CUDA backend needs head_dim
-// 64 or 128, this model has 32"), for a quantized checkpoint how its weights run, and on CUDA the KV
+// 64, 80, 96, 128 or 256, this model has 32"), for a quantized checkpoint how its weights run, and on CUDA the KV
 // cache's type when it is FP8 or the checkpoint carries FP8 KV scales; else empty.
 struct DeviceChoice {
     DeviceKind device = DeviceKind::kCpu;

@@ -134,10 +134,19 @@ TEST_F(DecodeAttentionTest, LlamaShapesMatchCpu) {
 
 TEST_F(DecodeAttentionTest, GqaRatiosAndHeadDims) {
     // 1:1, 8:1, 16:1 (one full row group) and 32:1 (two row groups per kv head).
-    for (int d : {64, 128}) {
+    for (int d : {64, 80, 96, 128, 256}) {
         for (auto [h, kvh] : {std::pair{8, 8}, std::pair{16, 2}, std::pair{16, 1}, std::pair{32, 1}}) {
             for (double ws : {1.0, 0.0}) check_decode({h, kvh, d, 16, {{1, 5}, {1, 300}, {1, 1300}}, 0, ws});
         }
+    }
+}
+
+TEST_F(DecodeAttentionTest, PaddedAndLargeHeadDimsWithOddBlocksAndSplits) {
+    // 80 and 96: rows of 10 and 12 chunks (padded tiles; FP8 rows of 5 and 6 chunks do not divide a
+    // warp's 32 copies); 256: one block per SM, two stages. Odd block sizes and a large bucket.
+    for (int d : {80, 96, 256}) {
+        check_decode({32, 8, d, 7, {{1, 1}, {1, 17}, {1, 999}, {1, 3001}}});
+        check_decode({8, 2, d, 16, {{0, 40}, {1, 513}, {1, 2}}, 8192, 0.2});
     }
 }
 

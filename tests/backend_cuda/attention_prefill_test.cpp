@@ -158,7 +158,7 @@ class PrefillAttentionTest : public CudaTest {};
 
 TEST_F(PrefillAttentionTest, AwkwardRowCountsFreshPrefill) {
     // One sequence of 1 token shares the batch with a longer one so that max_seq_len_q > 1.
-    for (int d : {64, 128}) {
+    for (int d : {64, 80, 96, 128, 256}) {
         for (auto [h, kvh] : {std::pair{8, 2}, std::pair{32, 4}}) {
             check({h, kvh, d, 16, {{1, 1}, {7, 7}, {19, 19}, {111, 111}}});
             check({h, kvh, d, 16, {{989, 989}}});
@@ -167,7 +167,7 @@ TEST_F(PrefillAttentionTest, AwkwardRowCountsFreshPrefill) {
 }
 
 TEST_F(PrefillAttentionTest, ChunkedPrefillOverCachedPrefix) {
-    for (int d : {64, 128}) {
+    for (int d : {64, 80, 96, 128, 256}) {
         check({8, 2, d, 16, {{111, 4096}, {7, 1000}}});
         check({16, 2, d, 32, {{19, 2500}, {300, 301}, {64, 128}}});
         check({4, 4, d, 16, {{989, 2000}}});
@@ -177,6 +177,7 @@ TEST_F(PrefillAttentionTest, ChunkedPrefillOverCachedPrefix) {
 TEST_F(PrefillAttentionTest, MixedDecodesAndPrefills) {
     check({32, 8, 128, 16, {{1, 500}, {37, 37}, {1, 1}, {0, 50}, {128, 700}, {1, 4096}}});
     check({12, 3, 64, 16, {{1, 33}, {65, 65}, {1, 2}, {2, 2}}});
+    for (int d : {80, 96, 256}) check({8, 2, d, 7, {{1, 300}, {37, 37}, {1, 1}, {70, 400}}});
 }
 
 TEST_F(PrefillAttentionTest, OddBlockSizesAndScrambledTables) {

@@ -168,7 +168,7 @@ TEST_F(PagedAttentionTest, RejectsUnsupportedShapes) {
     meta.num_seqs = 1;
     meta.num_tokens = 1;
     meta.max_seq_len_q = 1;
-    EXPECT_EQ(paged_attention(nullptr, nullptr, nullptr, meta, 8, 2, 96, 16, 1.0f, nullptr, nullptr, 0, nullptr),
+    EXPECT_EQ(paged_attention(nullptr, nullptr, nullptr, meta, 8, 2, 112, 16, 1.0f, nullptr, nullptr, 0, nullptr),
               cudaErrorInvalidValue);
     EXPECT_EQ(paged_attention(nullptr, nullptr, nullptr, meta, 8, 3, 64, 16, 1.0f, nullptr, nullptr, 0, nullptr),
               cudaErrorInvalidValue);

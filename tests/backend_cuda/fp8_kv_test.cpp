@@ -6,7 +6,7 @@
 //    output must stay untouched;
 //  - at unit scales, paged_attention_fp8 on the codes against paged_attention on a bf16 cache holding
 //    the decoded codes (every E4M3 value is exact in bf16);
-//  - the refusals (bad scales, head_dim 96, caches not 16-byte aligned), with nothing launched;
+//  - the refusals (bad scales, head_dim 112, caches not 16-byte aligned), with nothing launched;
 //  - qkv_rope_kv_write with kv_fp8: q_out as the bf16 path's reference, the cache bytes exactly the
 //    codes of the fp32 reference over the scale, padding tokens (slot -1) writing nothing.
 #include <algorithm>
@@ -233,7 +233,7 @@ class Fp8KvAttentionTest : public CudaTest {};
 
 TEST_F(Fp8KvAttentionTest, DecodeMatchesCpuOnTheDequantizedCache) {
     // GQA 1:1, 4:1, 8:1 and Llama-3's 32/8; the 5000-key sequences take the split-KV path.
-    for (int d : {64, 128}) {
+    for (int d : {64, 80, 96, 128, 256}) {
         for (auto [h, kvh] : {std::pair{8, 8}, std::pair{16, 4}, std::pair{16, 2}, std::pair{32, 8}})
             check_against_cpu({h, kvh, d, 16, {{1, 1}, {1, 17}, {1, 300}, {1, 1000}}});
         check_against_cpu({32, 8, d, 16, {{1, 5000}, {1, 17}, {1, 4097}}});
@@ -242,7 +242,7 @@ TEST_F(Fp8KvAttentionTest, DecodeMatchesCpuOnTheDequantizedCache) {
 }
 
 TEST_F(Fp8KvAttentionTest, PrefillMatchesCpuOnTheDequantizedCache) {
-    for (int d : {64, 128}) {
+    for (int d : {64, 80, 96, 128, 256}) {
         check_against_cpu({8, 2, d, 16, {{17, 17}, {111, 300}, {7, 7}}});
         check_against_cpu({32, 8, d, 32, {{300, 1000}, {19, 4500}}});
         check_against_cpu({8, 8, d, 7, {{65, 65}, {1, 1}, {33, 1000}}});
@@ -252,6 +252,7 @@ TEST_F(Fp8KvAttentionTest, PrefillMatchesCpuOnTheDequantizedCache) {
 TEST_F(Fp8KvAttentionTest, MixedBatchMatchesCpuOnTheDequantizedCache) {
     check_against_cpu({32, 8, 128, 16, {{1, 500}, {37, 37}, {1, 1}, {0, 50}, {19, 1000}, {1, 5000}}});
     check_against_cpu({16, 2, 64, 7, {{1, 17}, {65, 65}, {1, 300}, {2, 2}}});
+    for (int d : {80, 96, 256}) check_against_cpu({8, 2, d, 16, {{1, 17}, {33, 33}, {1, 2000}}});
 }
 
 TEST_F(Fp8KvAttentionTest, UnitAndSaturatingScales) {
@@ -305,7 +306,7 @@ TEST_F(Fp8KvAttentionTest, RefusesBadScalesHeadDimsAndMisalignedCaches) {
         EXPECT_EQ(call(0.37f, bad), cudaErrorInvalidValue) << "v_scale " << bad;
     }
     EXPECT_EQ(call(0.37f, 256.0f), cudaErrorInvalidValue) << "v_scale 256";
-    EXPECT_EQ(call(0.37f, 1.9f, 96), cudaErrorInvalidValue) << "head_dim 96";
+    EXPECT_EQ(call(0.37f, 1.9f, 112), cudaErrorInvalidValue) << "head_dim 112";
     for (const int shift : {1, 8}) {
         EXPECT_EQ(call(0.37f, 1.9f, 128, shift, 0), cudaErrorMisalignedAddress) << "k_cache + " << shift;
         EXPECT_EQ(call(0.37f, 1.9f, 128, 0, shift), cudaErrorMisalignedAddress) << "v_cache + " << shift;

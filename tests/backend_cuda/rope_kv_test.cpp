@@ -56,6 +56,7 @@ TEST_F(QkvRopeTest, MatchesCpuAndWritesOnlyMappedSlots) {
     const RopeCase cases[] = {
         {1, 8, 2, 128, false, false},  {7, 8, 1, 64, true, false},   {19, 4, 4, 128, false, true},
         {111, 16, 2, 64, true, true},  {989, 8, 2, 128, true, false}, {19, 14, 2, 64, false, true},
+        {33, 8, 2, 80, true, false},   {17, 4, 1, 96, false, true},   {9, 8, 4, 256, true, true},
     };
     const int block_size = 16;
     for (const RopeCase& c : cases) {

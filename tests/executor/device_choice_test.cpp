@@ -37,16 +37,16 @@ TEST_P(UnsupportedHeadDim, ReasonNamesHeadDimItsValueAndWhatIsSupported) {
     const int head_dim = GetParam();
     const auto reason = cuda_unsupported_reason(config_with_head_dim(head_dim), kServeStep);
     ASSERT_TRUE(reason.has_value()) << head_dim;
-    EXPECT_EQ(*reason, "the CUDA backend needs head_dim 64 or 128, this model has " + std::to_string(head_dim));
+    EXPECT_EQ(*reason, "the CUDA backend needs head_dim 64, 80, 96, 128 or 256, this model has " + std::to_string(head_dim));
 }
 
 // Named by value: ctest and --gtest_list_tests then agree on the names (tests/suite/lists_all_tests.sh).
-INSTANTIATE_TEST_SUITE_P(HeadDims, UnsupportedHeadDim, ::testing::Values(16, 24, 32, 48, 80, 96, 112, 256),
+INSTANTIATE_TEST_SUITE_P(HeadDims, UnsupportedHeadDim, ::testing::Values(16, 24, 32, 48, 112, 160, 192, 512),
                          [](const ::testing::TestParamInfo<int>& info) { return "head_dim_" + std::to_string(info.param); });
 
-TEST(CudaSupport, HeadDim64And128AreSupported) {
-    EXPECT_EQ(cuda_unsupported_reason(config_with_head_dim(64), kServeStep), std::nullopt);
-    EXPECT_EQ(cuda_unsupported_reason(config_with_head_dim(128), kServeStep), std::nullopt);
+TEST(CudaSupport, HeadDims64To256AreSupported) {
+    for (int head_dim : {64, 80, 96, 128, 256})
+        EXPECT_EQ(cuda_unsupported_reason(config_with_head_dim(head_dim), kServeStep), std::nullopt) << head_dim;
 }
 
 TEST(CudaSupport, OutputAndMlpBiasesAreRefusedByName) {
@@ -103,7 +103,7 @@ TEST(ChooseDevice, AutoWithAGpuAndAnUnsupportedShapeTakesTheCpuAndSaysWhy) {
         auto choice = choose_device(config_with_head_dim(head_dim), options_for(DeviceKind::kAuto), CudaPresence::kPresent);
         ASSERT_TRUE(choice.ok()) << choice.status().message();
         EXPECT_EQ(choice->device, DeviceKind::kCpu);
-        EXPECT_EQ(choice->note, "device auto: using the CPU: the CUDA backend needs head_dim 64 or 128, this model has " +
+        EXPECT_EQ(choice->note, "device auto: using the CPU: the CUDA backend needs head_dim 64, 80, 96, 128 or 256, this model has " +
                                     std::to_string(head_dim));
     }
 }
@@ -134,7 +134,7 @@ TEST(ChooseDevice, CudaWithAnUnsupportedShapeIsOneErrorNamingTheValueInEveryBuil
         ASSERT_FALSE(choice.ok());
         EXPECT_EQ(choice.status().code(), StatusCode::kUnimplemented);
         EXPECT_EQ(choice.status().message(),
-                  "--device cuda: the CUDA backend needs head_dim 64 or 128, this model has 32");
+                  "--device cuda: the CUDA backend needs head_dim 64, 80, 96, 128 or 256, this model has 32");
     }
 }
 
@@ -306,7 +306,7 @@ TEST_F(HeadDim32Checkpoint, AutoBuildsARunnerThatComputesLogits) {
 TEST_F(HeadDim32Checkpoint, CudaIsAnErrorNotAnAbort) {
     auto runner = make_runner(*checkpoint_, {.device = DeviceKind::kCuda, .max_num_seqs = 1, .max_context_tokens = 16});
     ASSERT_FALSE(runner.ok());
-    EXPECT_EQ(runner.status().message(), "--device cuda: the CUDA backend needs head_dim 64 or 128, this model has 32");
+    EXPECT_EQ(runner.status().message(), "--device cuda: the CUDA backend needs head_dim 64, 80, 96, 128 or 256, this model has 32");
 }
 
 }  // namespace

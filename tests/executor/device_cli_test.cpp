@@ -65,7 +65,7 @@ TEST_F(HeadDim32Cli, AutoComputesOnTheCpu) {
     EXPECT_EQ(fs::file_size(out), sizeof(float) * kNumIds * kVocab);
     if (executor::cuda_available()) {
         EXPECT_EQ(r.err,
-                  "hichat score: device auto: using the CPU: the CUDA backend needs head_dim 64 or 128, this model "
+                  "hichat score: device auto: using the CPU: the CUDA backend needs head_dim 64, 80, 96, 128 or 256, this model "
                   "has 32\n");
     } else {
         EXPECT_EQ(r.err, "");   // no GPU: auto is the CPU, nothing to explain
@@ -79,7 +79,7 @@ TEST_F(HeadDim32Cli, CudaIsOneErrorNamingHeadDim) {
     const fs::path out = fs::path(dir_.path()) / "cuda.bin";
     const RunResult r = score("cuda", out);
     EXPECT_EQ(r.exit_code, 2);
-    EXPECT_EQ(r.err, "hichat score: --device cuda: the CUDA backend needs head_dim 64 or 128, this model has 32\n");
+    EXPECT_EQ(r.err, "hichat score: --device cuda: the CUDA backend needs head_dim 64, 80, 96, 128 or 256, this model has 32\n");
     EXPECT_EQ(count_lines(r.err), 1);
     EXPECT_FALSE(fs::exists(out));
 }

@@ -97,7 +97,7 @@ cudaError_t run_attention(const bf16* q, const void* k_cache, const void* v_cach
                           cudaStream_t stream) {
     if (meta.num_seqs < 0 || meta.num_tokens < 0) return cudaErrorInvalidValue;
     if (meta.num_seqs == 0 || meta.num_tokens == 0) return cudaSuccess;
-    if ((head_dim != 64 && head_dim != 128) || num_kv_heads <= 0 || num_heads % num_kv_heads != 0 ||
+    if ((head_dim != 64 && head_dim != 80 && head_dim != 96 && head_dim != 128 && head_dim != 256) || num_kv_heads <= 0 || num_heads % num_kv_heads != 0 ||
         block_size <= 0 || meta.max_seq_len_q <= 0)
         return cudaErrorInvalidValue;
     if (!kernels::host_aligned16(k_cache) || !kernels::host_aligned16(v_cache) ||

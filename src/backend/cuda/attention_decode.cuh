@@ -8,8 +8,10 @@
 // Register layouts (PTX ISA, mma.m16n8k16 with .bf16): lane = 4 * g + t. The A fragment holds rows g and
 // g + 8, columns 2t, 2t + 1 (+ 8); B holds rows (k) 2t, 2t + 1 (+ 8) of column (n) g; C holds rows g and
 // g + 8, columns 2t, 2t + 1. The S accumulator of two 8-key n-tiles is thus exactly P's A fragment.
-// Shared tiles are [16 keys, D] bf16 with the 16-byte chunks of row r XOR-swizzled by r & 7, so the eight
-// rows one ldmatrix phase reads hit eight different bank groups.
+// Shared tiles are [16 keys, D] bf16 laid out so that the eight rows one ldmatrix phase reads hit eight
+// different bank groups: where a row is a multiple of 8 chunks of 16 bytes (D 64, 128, 256) its chunks
+// are XOR-swizzled by r & 7; otherwise (D 80, 96: 10 or 12 chunks) rows are padded by one chunk, an odd
+// stride in chunks.
 //
 // An FP8 (E4M3) cache (kFp8): the ring holds the tiles' bytes (half the copy), and before its math a
 // warp turns its tile into one bf16 tile in the layout above, with three integer ops per pair of
@@ -38,27 +40,29 @@ constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
 constexpr int kRows = 16;       // mma M: query heads of one GQA group per block
 constexpr int kTileKeys = 16;   // keys per warp tile: the k of P.V, two n-tiles of S
-constexpr int kMinBlocksPerSm = 2;
 constexpr int kMaxCombineSplits = 64;   // attention.cu plans at most this many splits
 
 // A warp's shared memory: kStages stages of (K tile, V tile) as cached, then (FP8) one bf16 K and V
-// tile made from the current stage.
+// tile made from the current stage. Head sizes up to 128 keep two blocks per SM; 256 (twice the
+// registers for o and q, and tiles twice as large) runs one block per SM with two stages.
 template <int D, bool kFp8>
 struct DecodeShape {
-    static_assert(D == 64 || D == 128, "head_dim 64 or 128");
+    static_assert(D == 64 || D == 80 || D == 96 || D == 128 || D == 256, "head_dim 64, 80, 96, 128 or 256");
+    static constexpr bool kSwizzle = (D / 8) % 8 == 0;          // else padded rows (tile_offset)
+    static constexpr int kRowBytes = kSwizzle ? 2 * D : 2 * D + 16;   // one bf16 key row in a tile
     static constexpr int kElemBytes = kFp8 ? 1 : 2;
-    static constexpr int kStages = kFp8 ? 4 : 3;                // tiles in flight per warp
+    static constexpr int kStages = D > 128 ? 2 : kFp8 ? 4 : 3;   // tiles in flight per warp
+    static constexpr int kMinBlocksPerSm = D > 128 ? 1 : 2;
     static constexpr int kChunks = D * kElemBytes / 16;         // 16-byte chunks per cached key row
-    static constexpr int kKeysPerCopy = 32 / kChunks;           // key rows one warp-wide 16-byte copy covers
-    static constexpr int kTileBytes = kTileKeys * D * 2;        // one bf16 K or V tile
-    static constexpr int kCacheTileBytes = kTileKeys * D * kElemBytes;
+    static constexpr int kTileBytes = kTileKeys * kRowBytes;    // one bf16 K or V tile
+    static constexpr int kCacheTileBytes = kFp8 ? kTileKeys * D : kTileBytes;   // FP8: plain [16, D] bytes
     static constexpr int kStageBytes = 2 * kCacheTileBytes;     // K then V
     static constexpr int kConvertedBytes = kFp8 ? 2 * kTileBytes : 0;
     static constexpr int kWarpBytes = kStages * kStageBytes + kConvertedBytes;
     static constexpr int kSmemBytes = kWarps * kWarpBytes;
     static constexpr int kMergeBytes = static_cast<int>(sizeof(float)) * kWarps * kRows * (D + 2);
     static_assert(kMergeBytes <= kSmemBytes, "the merge reuses the tile ring");
-    static_assert(kMinBlocksPerSm * (kSmemBytes + 1024) <= 227 * 1024, "two blocks per SM");
+    static_assert(kMinBlocksPerSm * (kSmemBytes + 1024) <= 227 * 1024, "kMinBlocksPerSm blocks per SM");
 };
 
 // ---- PTX wrappers ----
@@ -111,10 +115,12 @@ __device__ __forceinline__ void st_shared_v4(uint32_t addr, uint4 v) {
 
 constexpr float kPBias = 100.0f;   // log2 of the FP8 path's factor on P (kernels::kBf16x2Pow100 on Q)
 
-// Byte offset of chunk `chunk` of key row `row` in a swizzled [kTileKeys, D] tile.
+// Byte offset of 16-byte chunk `chunk` of key row `row` in a bf16 [kTileKeys, D] tile (DecodeShape:
+// swizzled or padded).
 template <int D>
 __device__ __forceinline__ uint32_t tile_offset(int row, int chunk) {
-    return static_cast<uint32_t>((row * D + ((chunk ^ (row & 7)) * 8)) * 2);
+    using Shape = DecodeShape<D, false>;
+    return static_cast<uint32_t>(row * Shape::kRowBytes + (Shape::kSwizzle ? chunk ^ (row & 7) : chunk) * 16);
 }
 
 // ---- per-warp state ----
@@ -182,17 +188,22 @@ __device__ __forceinline__ int slot_of(const AttnArgs& a, const DecodeWork& w, i
 
 // Starts the copy of one 16-key tile into the stage at k_addr (V follows K). my_slot: the slot of key
 // lane % 16 of the tile (slot_of), so any block size works; keys with slot -1 are zero-filled. bf16
-// tiles land swizzled (tile_offset); FP8 tiles as plain [16 keys, D] bytes for convert_tile.
+// tiles land in the tile layout (tile_offset); FP8 tiles as plain [16 keys, D] bytes for convert_tile.
+// The warp's lanes take the tile's 16 x kChunks chunks in turn (a row need not divide 32 lanes).
 template <int D, bool kFp8>
 __device__ __forceinline__ void issue_tile(uint32_t k_addr, const AttnArgs& a, int kv_head, int my_slot, int lane) {
     using Shape = DecodeShape<D, kFp8>;
-    const int chunk = lane % Shape::kChunks;
+    constexpr int kCopies = kTileKeys * Shape::kChunks;
     const char* k_cache = static_cast<const char*>(a.k_cache);
     const char* v_cache = static_cast<const char*>(a.v_cache);
 #pragma unroll
-    for (int i = 0; i < kTileKeys / Shape::kKeysPerCopy; ++i) {
-        const int row = i * Shape::kKeysPerCopy + lane / Shape::kChunks;
-        const int slot = __shfl_sync(kernels::kFullMask, my_slot, row);
+    for (int c0 = 0; c0 < kCopies; c0 += 32) {
+        constexpr bool kWholeRows = 32 % Shape::kChunks == 0;   // a copy round covers whole rows
+        const int c = c0 + lane;
+        const int row = kWholeRows ? c0 / Shape::kChunks + lane / Shape::kChunks : c / Shape::kChunks;   // < 32
+        const int chunk = kWholeRows ? lane % Shape::kChunks : c % Shape::kChunks;
+        const int slot = __shfl_sync(kernels::kFullMask, my_slot, row);   // every lane takes part
+        if (kCopies % 32 != 0 && c >= kCopies) continue;
         const int64_t offset =
             slot >= 0 ? (static_cast<int64_t>(slot) * a.num_kv_heads + kv_head) * D * Shape::kElemBytes + chunk * 16 : 0;
         const uint32_t dst = k_addr + (kFp8 ? static_cast<uint32_t>(row * D + chunk * 16) : tile_offset<D>(row, chunk));
@@ -411,7 +422,7 @@ __device__ void merge_and_store(const float* merge_o, const float* merge_ml, con
 }
 
 template <int D, bool kFp8>
-__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) decode_kernel(AttnArgs a, DecodeSplit split) {
+__global__ void __launch_bounds__(kThreads, (DecodeShape<D, kFp8>::kMinBlocksPerSm)) decode_kernel(AttnArgs a, DecodeSplit split) {
     extern __shared__ __align__(128) unsigned char smem_raw[];
     kernels::pdl_launch_dependents();
     const int s = blockIdx.x;   // the step's metadata came with a copy before the step's first kernel
@@ -503,7 +514,10 @@ template <bool kFp8>
 cudaError_t launch(const AttnArgs& a, const DecodeSplit& split, cudaStream_t stream) {
     switch (a.head_dim) {
         case 64: return launch_decode_d<64, kFp8>(a, split, stream);
+        case 80: return launch_decode_d<80, kFp8>(a, split, stream);
+        case 96: return launch_decode_d<96, kFp8>(a, split, stream);
         case 128: return launch_decode_d<128, kFp8>(a, split, stream);
+        case 256: return launch_decode_d<256, kFp8>(a, split, stream);
         default: return cudaErrorInvalidValue;
     }
 }

@@ -33,8 +33,9 @@ constexpr int kTileKeys = 64;
 
 // Caps registers at 168 so that three blocks fit per SM (D = 128 takes 178 uncapped; capped, ptxas
 // spills 40 bytes). Measured on an H200, 1 x 4096 causal, 32/8 heads x 128: 208 TFLOP/s, against 172
-// with two blocks per SM.
-constexpr int kMinBlocksPerSm = 3;
+// with two blocks per SM. D = 256 holds twice the fragments and 135 KB of tiles: one block per SM.
+template <int D>
+constexpr int kMinBlocksPerSm = D > 128 ? 1 : 3;
 
 // Shared memory: two stages of (K tile, V tile), rows padded by 16 bytes so that the eight 16-byte rows
 // one ldmatrix matrix reads fall in distinct banks. The Q tile passes through stage 1's K tile before
@@ -344,7 +345,7 @@ __device__ void set_limits(WarpRows<D>& w, const BlockRows& b, int warp_flat0, i
 }
 
 template <int D, bool kFp8>
-__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm) prefill_kernel(AttnArgs a) {
+__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<D>) prefill_kernel(AttnArgs a) {
     using Cache = std::conditional_t<kFp8, uint8_t, bf16>;
     using S = Smem<D, kFp8>;
     extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -442,7 +443,10 @@ template <bool kFp8>
 cudaError_t launch(const AttnArgs& a, int max_seq_len_q, cudaStream_t stream) {
     switch (a.head_dim) {
         case 64: return launch_prefill_d<64, kFp8>(a, max_seq_len_q, stream);
+        case 80: return launch_prefill_d<80, kFp8>(a, max_seq_len_q, stream);
+        case 96: return launch_prefill_d<96, kFp8>(a, max_seq_len_q, stream);
         case 128: return launch_prefill_d<128, kFp8>(a, max_seq_len_q, stream);
+        case 256: return launch_prefill_d<256, kFp8>(a, max_seq_len_q, stream);
         default: return cudaErrorInvalidValue;
     }
 }

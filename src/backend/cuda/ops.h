@@ -68,7 +68,7 @@ struct AttentionMetadata {
 
 // Causal attention over the paged cache, GQA-aware. Query token i of sequence s sits at position
 // seq_lens_kv[s] - (new tokens of s) + i and attends to keys 0 .. that position.
-// q [T, num_heads * head_dim] bf16 -> out [T, num_heads * head_dim] bf16. head_dim 64 or 128.
+// q [T, num_heads * head_dim] bf16 -> out [T, num_heads * head_dim] bf16. head_dim 64, 80, 96, 128 or 256.
 // workspace: attention_workspace_bytes(...) bytes (split-KV partials for long decodes); may be null if 0.
 size_t attention_workspace_bytes(int max_num_tokens, int num_heads, int head_dim, int max_seq_len_kv);
 cudaError_t paged_attention(const bf16* q, const bf16* k_cache, const bf16* v_cache, const AttentionMetadata& meta,
