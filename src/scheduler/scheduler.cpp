@@ -1,6 +1,7 @@
 #include "scheduler/scheduler.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <span>
 #include <string>
@@ -18,6 +19,15 @@ Status SchedulerConfig::validate() const {
     }
     if (prefill_chunk_tokens < 1) return invalid_argument("prefill_chunk_tokens must be >= 1");
     if (!(priority_aging_per_s >= 0)) return invalid_argument("priority_aging_per_s must be >= 0");
+    if (!(target_itl_ms >= 0)) return invalid_argument("target_itl_ms must be >= 0");
+    if (!(target_ttft_ms >= 0)) return invalid_argument("target_ttft_ms must be >= 0");
+    if (min_prefill_tokens_per_step < 1) return invalid_argument("min_prefill_tokens_per_step must be >= 1");
+    for (size_t i = 0; i < priority_targets.size(); ++i) {
+        const PriorityTargets& t = priority_targets[i];
+        if (!(t.itl_ms >= 0) || !(t.ttft_ms >= 0)) return invalid_argument("priority targets must be >= 0");
+        if (i > 0 && t.max_priority <= priority_targets[i - 1].max_priority)
+            return invalid_argument("priority targets must be in ascending priority order, each priority once");
+    }
     return ok_status();
 }
 
@@ -45,16 +55,19 @@ StepPlan Scheduler::schedule(const std::vector<SeqState*>& seqs, std::chrono::st
     for (SeqState* s : running) blocks_.cache_full_blocks(s->blocks, s->block_keys, s->num_tokens_cached);
     StepPlan plan;
     int budget = config_.max_num_tokens_per_step;
-    schedule_running(running, plan, budget);
+    load_ = {};
+    schedule_running(running, plan, budget, now);
     int num_running = 0;
     for (const SeqState* s : running) num_running += s->status == SeqStatus::kRunning;
-    admit_waiting(waiting, running, num_running, plan, budget);
+    admit_waiting(waiting, running, num_running, plan, budget, now);
     plan.copies = blocks_.take_copies();
     return plan;
 }
 
-// Decodes first (one token each), then continues prefills, oldest admission first.
-void Scheduler::schedule_running(std::vector<SeqState*>& running, StepPlan& plan, int& budget) {
+// Decodes first (one token each), then continues prefills, oldest admission first (as many tokens
+// as the latency targets allow, which the decodes' load sets).
+void Scheduler::schedule_running(std::vector<SeqState*>& running, StepPlan& plan, int& budget,
+                                 std::chrono::steady_clock::time_point now) {
     for (int pass = 0; pass < 2; ++pass) {
         const bool decode_pass = pass == 0;
         for (SeqState* seq : running) {
@@ -62,7 +75,9 @@ void Scheduler::schedule_running(std::vector<SeqState*>& running, StepPlan& plan
             const int remaining = seq->num_tokens - seq->num_tokens_cached;
             CHECK_GT(remaining, 0) << "sequence " << seq->id;
             if ((remaining == 1) != decode_pass) continue;
-            const int n = std::min({remaining, config_.prefill_chunk_tokens, budget});
+            int n = std::min({remaining, config_.prefill_chunk_tokens, budget});
+            if (!decode_pass) n = prefill_allowed(*seq, n, now);
+            if (n == 0) continue;   // held back this step by the ITL target; keeps its KV
             bool have_kv = true;
             while (!blocks_.grow(seq->blocks, seq->num_tokens_cached + n)) {
                 if (!preempt_one(running, seq, plan, budget)) {
@@ -76,10 +91,77 @@ void Scheduler::schedule_running(std::vector<SeqState*>& running, StepPlan& plan
             }
             CHECK(blocks_.writable(seq->blocks, seq->num_tokens_cached, seq->num_tokens_cached + n))
                 << "sequence " << seq->id << " would write a block another sequence holds";
+            add_to_load(*seq, n);
             plan.chunks.push_back({seq, n});
             budget -= n;
         }
     }
+}
+
+bool Scheduler::targets_on() const {
+    return config_.target_itl_ms > 0 || config_.target_ttft_ms > 0 || !config_.priority_targets.empty();
+}
+
+PriorityTargets Scheduler::targets_of(const SeqState& s) const {
+    for (const PriorityTargets& t : config_.priority_targets) {
+        if (s.priority <= t.max_priority) return t;
+    }
+    return {.max_priority = s.priority, .itl_ms = config_.target_itl_ms, .ttft_ms = config_.target_ttft_ms};
+}
+
+void Scheduler::add_to_load(const SeqState& seq, int num_tokens) {
+    load_.features += chunk_features(seq.num_tokens_cached, num_tokens);
+    if (seq.num_tokens - seq.num_tokens_cached != 1) {
+        load_.prefill_granted += num_tokens;
+        return;
+    }
+    const double itl = targets_of(seq).itl_ms;
+    if (itl > 0) load_.itl_ms = load_.itl_ms > 0 ? std::min(load_.itl_ms, itl) : itl;
+}
+
+int Scheduler::prefill_allowed(const SeqState& seq, int n_max, std::chrono::steady_clock::time_point now) const {
+    if (!targets_on() || load_.itl_ms <= 0 || !cost_.ready() || n_max <= 0) return n_max;
+    // The largest chunk whose step stays within the target (the prediction grows with the chunk).
+    auto step_ms = [&](int n) {
+        StepFeatures f = load_.features;
+        f += chunk_features(seq.num_tokens_cached, n);
+        return cost_.predict_ms(f);
+    };
+    int lo = 0, hi = n_max;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (step_ms(mid) <= load_.itl_ms) {
+            lo = mid;
+        } else {
+            hi = mid - 1;
+        }
+    }
+    const int floor = std::min(n_max, std::max(0, config_.min_prefill_tokens_per_step - load_.prefill_granted));
+    const int n = std::max(lo, floor);
+    return ttft_at_risk(seq, n, now) ? n_max : n;
+}
+
+bool Scheduler::ttft_at_risk(const SeqState& seq, int n_capped, std::chrono::steady_clock::time_point now) const {
+    const double ttft = targets_of(seq).ttft_ms;
+    if (ttft <= 0 || seq.preempted) return false;
+    const int remaining = seq.num_tokens - seq.num_tokens_cached;
+    const double waited_ms = std::chrono::duration<double, std::milli>(now - seq.arrival).count();
+    const int per_step = std::max({n_capped, config_.min_prefill_tokens_per_step, 1});
+    const double steps = std::ceil(static_cast<double>(remaining) / per_step);
+    const double step_ms = load_.itl_ms > 0 ? load_.itl_ms : cost_.predict_ms(load_.features);
+    return waited_ms + steps * step_ms > ttft;
+}
+
+bool Scheduler::admission_fits(const SeqState& seq, std::chrono::steady_clock::time_point now) const {
+    if (!targets_on() || !cost_.ready()) return true;
+    double itl = load_.itl_ms;
+    const double own = targets_of(seq).itl_ms;
+    if (own > 0) itl = itl > 0 ? std::min(itl, own) : own;
+    if (itl <= 0) return true;
+    // The decodes of the steps after this one: today's, plus this sequence's.
+    StepFeatures decodes{.decode_rows = load_.features.decode_rows, .decode_keys = load_.features.decode_keys};
+    decodes += chunk_features(seq.num_tokens, 1);
+    return cost_.predict_ms(decodes) <= itl || ttft_at_risk(seq, 0, now);
 }
 
 bool Scheduler::preempt_one(std::vector<SeqState*>& running, const SeqState* keep, StepPlan& plan, int& budget) {
@@ -168,7 +250,7 @@ bool Scheduler::held_back(const SeqState& seq, const BlocksInProgress& in_progre
 // for all its tokens plus one free block per running sequence, so that decodes rarely preempt. A
 // sequence held back (cold duplicate) is passed over this step without taking anything.
 void Scheduler::admit_waiting(std::vector<SeqState*>& waiting, const std::vector<SeqState*>& running, int num_running,
-                              StepPlan& plan, int& budget) {
+                              StepPlan& plan, int& budget, std::chrono::steady_clock::time_point now) {
     std::optional<BlocksInProgress> in_progress;  // built at the first sequence that has block keys
     std::vector<SeqState*> admitted;
     for (SeqState* seq : waiting) {
@@ -181,10 +263,16 @@ void Scheduler::admit_waiting(std::vector<SeqState*>& waiting, const std::vector
                 continue;
             }
         }
+        // The latency targets: admission keeps the decodes within the ITL target, and the first chunk
+        // is what the target allows (judged before the prefix lookup, as if nothing were cached).
+        if (!admission_fits(*seq, now)) break;
+        const int allowed = prefill_allowed(*seq, std::min({seq->num_tokens, config_.prefill_chunk_tokens, budget}), now);
+        if (allowed == 0) break;
         if (!allocate_for_admission(*seq, /*reserve=*/num_running)) break;
         seq->status = SeqStatus::kRunning;
         seq->admission_order = next_admission_++;
-        const int n = std::min({seq->num_tokens - seq->num_tokens_cached, config_.prefill_chunk_tokens, budget});
+        const int n = std::min(seq->num_tokens - seq->num_tokens_cached, allowed);
+        add_to_load(*seq, n);
         plan.chunks.push_back({seq, n});
         budget -= n;
         ++num_running;

@@ -20,15 +20,33 @@
 
 #include "base/status.h"
 #include "kv/block_manager.h"
+#include "scheduler/step_cost_model.h"
 #include "scheduler/step_plan.h"
 
 namespace hichat::scheduler {
+
+// Latency targets of the sequences whose priority is at most max_priority (the first such entry).
+struct PriorityTargets {
+    int max_priority = 0;
+    double itl_ms = 0;    // 0: none
+    double ttft_ms = 0;   // 0: none
+};
 
 struct SchedulerConfig {
     int max_num_seqs = 64;                 // sequences running at once
     int max_num_tokens_per_step = 512;     // decode + prefill tokens per forward pass
     int prefill_chunk_tokens = 256;        // longest prefill piece of one sequence per step
     double priority_aging_per_s = 1.0;     // effective priority = priority - aging * seconds waited
+    // Latency targets (0: none; with neither, the fixed token budget above decides alone). A step
+    // that decodes a sequence with an ITL target holds, beyond its decodes, only the prefill tokens
+    // and admissions whose predicted step time (StepCostModel) stays within the strictest such target,
+    // but at least min_prefill_tokens_per_step, so that prefill always advances. A waiting or
+    // prefilling sequence that would miss its TTFT target at that pace gets a full chunk (and is
+    // admitted) regardless: TTFT is bounded at the cost of that step's ITL.
+    double target_itl_ms = 0;
+    double target_ttft_ms = 0;
+    std::vector<PriorityTargets> priority_targets;   // per class, ascending max_priority; else the above
+    int min_prefill_tokens_per_step = 16;
 
     Status validate() const;
 };
@@ -56,11 +74,33 @@ public:
 
     const PrefixCacheStats& prefix_cache_stats() const { return prefix_stats_; }
 
+    // A step ran in `ms`; `features`: plan_features() of its plan, taken when it was planned.
+    void observe_step(const StepFeatures& features, double ms) { cost_.observe(features, ms); }
+    const StepCostModel& cost_model() const { return cost_; }
+    // The ITL and TTFT targets of a sequence's class (0: none).
+    PriorityTargets targets_of(const SeqState& s) const;
+
 private:
-    void schedule_running(std::vector<SeqState*>& running, StepPlan& plan, int& budget);
+    // What this step holds so far, for the latency targets.
+    struct StepLoad {
+        StepFeatures features;
+        double itl_ms = 0;          // strictest ITL target of the step's decoding sequences; 0: none
+        int prefill_granted = 0;    // prefill tokens planned so far
+    };
+    bool targets_on() const;
+    // Tokens of `seq`'s next prefill chunk (at most n_max) that the latency targets allow this step.
+    int prefill_allowed(const SeqState& seq, int n_max, std::chrono::steady_clock::time_point now) const;
+    // Whether `seq` (waiting or prefilling) would miss its TTFT target at the ITL-capped pace.
+    bool ttft_at_risk(const SeqState& seq, int n_capped, std::chrono::steady_clock::time_point now) const;
+    // Whether one more decoding sequence (context `context`) keeps the decodes within the ITL target.
+    bool admission_fits(const SeqState& seq, std::chrono::steady_clock::time_point now) const;
+    void add_to_load(const SeqState& seq, int num_tokens);
+
+    void schedule_running(std::vector<SeqState*>& running, StepPlan& plan, int& budget,
+                          std::chrono::steady_clock::time_point now);
     class BlocksInProgress;
     void admit_waiting(std::vector<SeqState*>& waiting, const std::vector<SeqState*>& running, int num_running,
-                       StepPlan& plan, int& budget);
+                       StepPlan& plan, int& budget, std::chrono::steady_clock::time_point now);
     // The cold duplicate hold-back: whether `seq`'s next uncached full block is one that a running
     // sequence computes now (in `in_progress`).
     bool held_back(const SeqState& seq, const BlocksInProgress& in_progress) const;
@@ -78,6 +118,8 @@ private:
     kv::BlockManager& blocks_;
     uint64_t next_admission_ = 0;
     PrefixCacheStats prefix_stats_;
+    StepCostModel cost_;
+    StepLoad load_;   // of the step being planned
 };
 
 }  // namespace hichat::scheduler

@@ -1,0 +1,62 @@
+// StepCostModel: predicts how long a forward step takes from what it holds, fitted online from the
+// measured times of the steps the engine ran. The latency targets (SchedulerConfig::target_itl_ms)
+// size each step's prefill from it.
+//
+// A step's time is modelled as a non-negative combination of
+//   1, prefill tokens, decode rows, keys the decode rows attend over, query x key pairs of the
+//   prefill chunks (causal attention),
+// which is what a step costs on either backend: a fixed part (launches, the lm_head at small batch,
+// the weights read once), the linear layers' work per token, and attention's work per key. The
+// coefficients are fitted by least squares over exponentially forgotten observations (the normal
+// equations are kept, forgetting old steps at `forgetting` per observation) with non-negativity
+// enforced (projected coordinate descent), so that more work never predicts less time even where
+// the observed steps do not separate two features.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "scheduler/step_plan.h"
+
+namespace hichat::scheduler {
+
+struct StepFeatures {
+    double prefill_tokens = 0;      // tokens of chunks that do not decode (prefill pieces)
+    double decode_rows = 0;         // sequences computing exactly one token
+    double decode_keys = 0;         // keys the decode rows attend over (their contexts)
+    double prefill_key_pairs = 0;   // query x key pairs of the prefill chunks, causal
+
+    StepFeatures& operator+=(const StepFeatures& o);
+};
+
+// The features of one chunk: `cached` tokens of context before it, `num_tokens` computed now.
+StepFeatures chunk_features(int cached, int num_tokens);
+// Sum over the plan's chunks (each from its sequence's num_tokens_cached).
+StepFeatures plan_features(const StepPlan& plan);
+
+class StepCostModel {
+public:
+    static constexpr int kNumTerms = 5;
+
+    explicit StepCostModel(double forgetting = 0.98);
+
+    void observe(const StepFeatures& features, double ms);
+    // The fitted time of a step, ms (0 before any observation).
+    double predict_ms(const StepFeatures& features) const;
+    // Enough steps with prefill and enough with decodes seen to trust predictions.
+    bool ready() const;
+    int64_t num_observations() const { return num_observations_; }
+    const std::array<double, kNumTerms>& coefficients() const { return beta_; }
+
+private:
+    static std::array<double, kNumTerms> terms(const StepFeatures& f);
+    void refit();
+
+    double forgetting_;
+    std::array<std::array<double, kNumTerms>, kNumTerms> gram_{};   // sum of w x x^T
+    std::array<double, kNumTerms> moment_{};                        // sum of w x t
+    std::array<double, kNumTerms> beta_{};                          // ms per (scaled) term
+    int64_t num_observations_ = 0, num_with_prefill_ = 0, num_with_decodes_ = 0;
+};
+
+}  // namespace hichat::scheduler

@@ -1,0 +1,230 @@
+// The latency targets against a simulated machine: a discrete-event loop runs the Scheduler over
+// arrival patterns, each step taking the time a known cost function gives (the scheduler learns it
+// only from the observed step times), and measures every stream's inter-token latencies and time to
+// first token in simulated time. The fixed token budget misses the ITL target in each pattern; the
+// targeted configuration holds it, keeps TTFT bounded and finishes every request.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <deque>
+#include <map>
+#include <vector>
+
+#include "scheduler/scheduler.h"
+
+namespace hichat::scheduler {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A GPU-like machine: a fixed 4 ms, the linear layers' 0.03 ms per prefill token, 0.05 ms per decode
+// row, attention per key.
+double machine_ms(const StepFeatures& f) {
+    return 4.0 + 0.03 * f.prefill_tokens + 0.05 * f.decode_rows + 4e-5 * f.decode_keys + 2e-6 * f.prefill_key_pairs;
+}
+
+struct Arrival {
+    double at_ms;
+    int prompt_tokens, output_tokens, priority = 0;
+};
+
+struct Outcome {
+    std::vector<double> itl_ms;     // every gap between two tokens of one stream, from warmup_ms on
+    std::vector<double> ttft_ms;    // per request (priority class filter applied by the caller)
+    std::map<int, std::vector<double>> itl_by_priority, ttft_by_priority;
+    int finished = 0, total = 0;
+    int64_t steps = 0;
+};
+
+double percentile(std::vector<double> v, double p) {
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+Outcome simulate(const SchedulerConfig& config, const std::vector<Arrival>& arrivals, double warmup_ms = 300) {
+    kv::BlockManager blocks(20000, 16);
+    Scheduler sched(config, blocks);
+    const Clock::time_point t0 = Clock::now();
+    auto at = [&](double ms) { return t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(ms)); };
+    struct Stream {
+        SeqState state;
+        Arrival arrival;
+        int generated = 0;
+        double last_token_ms = -1;
+    };
+    std::deque<Stream> streams;
+    std::vector<SeqState*> live;
+    Outcome out;
+    out.total = static_cast<int>(arrivals.size());
+    size_t next = 0;
+    double now = 0;
+    while (out.finished < out.total) {
+        while (next < arrivals.size() && arrivals[next].at_ms <= now) {
+            Stream& s = streams.emplace_back();
+            s.arrival = arrivals[next++];
+            s.state.id = streams.size();
+            s.state.priority = s.arrival.priority;
+            s.state.arrival = at(s.arrival.at_ms);
+            s.state.num_tokens = s.arrival.prompt_tokens;
+            live.push_back(&s.state);
+        }
+        const StepPlan plan = sched.schedule(live, at(now));
+        if (plan.empty()) {
+            EXPECT_LT(next, arrivals.size()) << "idle with requests left unfinished";
+            if (next >= arrivals.size()) break;
+            now = arrivals[next].at_ms;
+            continue;
+        }
+        const StepFeatures features = plan_features(plan);
+        const double step_ms = machine_ms(features);
+        now += step_ms;
+        ++out.steps;
+        sched.observe_step(features, step_ms);
+        for (const ScheduledChunk& c : plan.chunks) {
+            const bool samples = c.samples();
+            c.seq->num_tokens_cached += c.num_tokens;
+            if (!samples) continue;
+            Stream& s = streams[c.seq->id - 1];
+            c.seq->num_tokens++;
+            ++s.generated;
+            if (s.last_token_ms < 0) {
+                out.ttft_ms.push_back(now - s.arrival.at_ms);
+                out.ttft_by_priority[s.arrival.priority].push_back(now - s.arrival.at_ms);
+            } else if (now >= warmup_ms) {
+                out.itl_ms.push_back(now - s.last_token_ms);
+                out.itl_by_priority[s.arrival.priority].push_back(now - s.last_token_ms);
+            }
+            s.last_token_ms = now;
+            if (s.generated == s.arrival.output_tokens) {
+                sched.release(*c.seq);
+                std::erase(live, c.seq);
+                ++out.finished;
+            }
+        }
+    }
+    return out;
+}
+
+// 24 streams decoding at all times, and a long prompt every 300 ms (as fast as the ITL-capped prefill
+// takes them: faster arrivals would put TTFT at risk, which the targets then trade ITL for).
+std::vector<Arrival> long_prompts_beside_streams() {
+    std::vector<Arrival> a;
+    for (int i = 0; i < 24; ++i) a.push_back({i * 2.0, 64, 800});
+    for (int i = 0; i < 12; ++i) a.push_back({100.0 + 300.0 * i, 3000, 16});
+    std::sort(a.begin(), a.end(), [](const Arrival& x, const Arrival& y) { return x.at_ms < y.at_ms; });
+    return a;
+}
+
+// Bursts of 16 medium prompts at once, every 400 ms, each streaming 120 tokens.
+std::vector<Arrival> bursts() {
+    std::vector<Arrival> a;
+    for (int burst = 0; burst < 6; ++burst)
+        for (int i = 0; i < 16; ++i) a.push_back({400.0 * burst, 700, 120});
+    return a;
+}
+
+SchedulerConfig fixed() { return {.max_num_seqs = 64, .max_num_tokens_per_step = 1024, .prefill_chunk_tokens = 512}; }
+
+SchedulerConfig targeted(double itl_ms, double ttft_ms) {
+    SchedulerConfig c = fixed();
+    c.target_itl_ms = itl_ms;
+    c.target_ttft_ms = ttft_ms;
+    return c;
+}
+
+TEST(LatencyTargets, LongPromptsBesideStreams) {
+    const auto arrivals = long_prompts_beside_streams();
+    const Outcome base = simulate(fixed(), arrivals);
+    const Outcome tuned = simulate(targeted(12.0, 2000.0), arrivals);
+    EXPECT_EQ(base.finished, base.total);
+    EXPECT_EQ(tuned.finished, tuned.total);
+    const double base_p99 = percentile(base.itl_ms, 0.99), tuned_p99 = percentile(tuned.itl_ms, 0.99);
+    std::printf("long prompts: fixed p50/p99 ITL %.1f / %.1f ms, TTFT p99 %.0f ms; targeted %.1f / %.1f ms, "
+                "TTFT p99 %.0f ms (%lld vs %lld steps)\n",
+                percentile(base.itl_ms, 0.5), base_p99, percentile(base.ttft_ms, 0.99), percentile(tuned.itl_ms, 0.5),
+                tuned_p99, percentile(tuned.ttft_ms, 0.99), static_cast<long long>(base.steps),
+                static_cast<long long>(tuned.steps));
+    EXPECT_GT(base_p99, 12.0) << "the fixed budget misses the target";
+    EXPECT_LE(tuned_p99, 12.0 * 1.05) << "the targeted scheduler holds it";
+    EXPECT_LE(percentile(tuned.ttft_ms, 0.99), 2000.0 * 1.1) << "TTFT stays bounded";
+}
+
+TEST(LatencyTargets, TtftIsBoundedWhenPromptsComeFasterThanTheCappedPrefill) {
+    // A 3000-token prompt every 120 ms: more prefill than steps of 12 ms leave room for. Without the
+    // TTFT target the queue of prompts grows for the whole run; with it, prompts at risk get full
+    // chunks (and those steps miss the ITL target).
+    std::vector<Arrival> a;
+    for (int i = 0; i < 24; ++i) a.push_back({i * 2.0, 64, 800});
+    for (int i = 0; i < 12; ++i) a.push_back({100.0 + 120.0 * i, 3000, 16});
+    std::sort(a.begin(), a.end(), [](const Arrival& x, const Arrival& y) { return x.at_ms < y.at_ms; });
+    const Outcome itl_only = simulate(targeted(12.0, 0.0), a);
+    const Outcome both = simulate(targeted(12.0, 800.0), a);
+    EXPECT_EQ(both.finished, both.total);
+    std::printf("prompts faster than the capped prefill: ITL target only: TTFT p99 %.0f ms, p99 ITL %.1f ms; with "
+                "TTFT 800 ms: TTFT p99 %.0f ms, p99 ITL %.1f ms\n",
+                percentile(itl_only.ttft_ms, 0.99), percentile(itl_only.itl_ms, 0.99), percentile(both.ttft_ms, 0.99),
+                percentile(both.itl_ms, 0.99));
+    EXPECT_GT(percentile(itl_only.ttft_ms, 0.99), 800.0);
+    EXPECT_LE(percentile(both.ttft_ms, 0.99), 800.0 * 1.1);
+    EXPECT_LE(percentile(itl_only.itl_ms, 0.99), 12.0 * 1.05);
+}
+
+TEST(LatencyTargets, Bursts) {
+    const auto arrivals = bursts();
+    const Outcome base = simulate(fixed(), arrivals, 0);
+    const Outcome tuned = simulate(targeted(15.0, 3000.0), arrivals, 0);
+    EXPECT_EQ(tuned.finished, tuned.total);
+    const double base_p99 = percentile(base.itl_ms, 0.99), tuned_p99 = percentile(tuned.itl_ms, 0.99);
+    std::printf("bursts: fixed p99 ITL %.1f ms, TTFT p99 %.0f ms; targeted %.1f ms, TTFT p99 %.0f ms\n", base_p99,
+                percentile(base.ttft_ms, 0.99), tuned_p99, percentile(tuned.ttft_ms, 0.99));
+    EXPECT_GT(base_p99, 15.0);
+    EXPECT_LE(tuned_p99, 15.0 * 1.05);
+    EXPECT_LE(percentile(tuned.ttft_ms, 0.99), 3000.0 * 1.1);
+}
+
+TEST(LatencyTargets, MixedPrioritiesOnlyTheInteractiveClassIsHeld) {
+    // Interactive streams (priority 0, ITL target 12 ms) beside batch work (priority 10, no target) that
+    // keeps sending long prompts: the batch prompts' chunks shrink to what the interactive target allows.
+    std::vector<Arrival> a;
+    for (int i = 0; i < 16; ++i) a.push_back({i * 3.0, 100, 300, 0});
+    for (int i = 0; i < 20; ++i) a.push_back({50.0 + 60.0 * i, 2500, 32, 10});
+    std::sort(a.begin(), a.end(), [](const Arrival& x, const Arrival& y) { return x.at_ms < y.at_ms; });
+    SchedulerConfig c = fixed();
+    c.priority_targets = {{.max_priority = 0, .itl_ms = 12.0, .ttft_ms = 1000.0}};
+    const Outcome base = simulate(fixed(), a);
+    const Outcome tuned = simulate(c, a);
+    EXPECT_EQ(tuned.finished, tuned.total);
+    const double base_p99 = percentile(base.itl_by_priority.at(0), 0.99);
+    const double tuned_p99 = percentile(tuned.itl_by_priority.at(0), 0.99);
+    std::printf("mixed priorities: interactive p99 ITL fixed %.1f ms, targeted %.1f ms; batch TTFT p99 %.0f ms\n",
+                base_p99, tuned_p99, percentile(tuned.ttft_by_priority.at(10), 0.99));
+    EXPECT_GT(base_p99, 12.0);
+    EXPECT_LE(tuned_p99, 12.0 * 1.05);
+}
+
+TEST(LatencyTargets, WithoutTargetsThePlansAreTheFixedBudgets) {
+    const auto arrivals = long_prompts_beside_streams();
+    const Outcome a = simulate(fixed(), arrivals);
+    SchedulerConfig c = fixed();
+    c.min_prefill_tokens_per_step = 64;   // only read with targets
+    const Outcome b = simulate(c, arrivals);
+    EXPECT_EQ(a.steps, b.steps);
+    EXPECT_EQ(a.itl_ms, b.itl_ms);
+}
+
+TEST(LatencyTargets, ConfigIsValidated) {
+    SchedulerConfig c = fixed();
+    c.target_itl_ms = -1;
+    EXPECT_FALSE(c.validate().ok());
+    c = fixed();
+    c.priority_targets = {{.max_priority = 5}, {.max_priority = 5}};
+    EXPECT_FALSE(c.validate().ok());
+    c = fixed();
+    c.min_prefill_tokens_per_step = 0;
+    EXPECT_FALSE(c.validate().ok());
+    EXPECT_TRUE(targeted(25, 500).validate().ok());
+}
+
+}  // namespace
+}  // namespace hichat::scheduler
