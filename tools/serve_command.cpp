@@ -144,13 +144,16 @@ Status open_model_files(const ServeOptions& o, LoadedModel& m) {
 }
 
 // The runner (weights converted or uploaded, KV cache allocated) and the engine thread.
-Status start_engine(const ServeOptions& o, const Frontend& f, LoadedModel& m) {
+Status start_engine(const ServeOptions& o, Frontend& f, LoadedModel& m) {
     auto runner = executor::make_runner(*m.checkpoint, runner_options(o));
     HICHAT_RETURN_IF_ERROR(runner.status());
     const int block_tokens = (*runner)->kv_block_size_tokens();
     engine::EngineConfig engine_config = o.engine;
     engine_config.max_model_len = o.max_model_len;
     engine_config.output_deny_list = f.deny_list.phrases();
+    engine_config.on_step = [metrics = &f.metrics](const engine::StepReport& r) {
+        metrics->observe_step(r.ms / 1000.0, r.prefill_tokens);
+    };
     m.engine = std::make_unique<engine::Engine>(std::move(runner).value(), *m.tokenizer, engine_config);
     const engine::EngineStats kv = m.engine->stats();
     std::fprintf(stderr, "hichat serve: KV cache: %d blocks of %d tokens, host tier: %d blocks%s\n",
@@ -200,7 +203,9 @@ void wire_engine_gauges(Frontend& f, engine::Engine& e, const api::PreprocessPoo
                                  .host_kv_dropped_blocks = s.host_kv_dropped,
                                  .num_preprocess_workers = p.num_workers,
                                  .num_preprocess_tasks_running = p.num_tasks_running,
-                                 .num_preprocess_tasks_queued = p.num_tasks_queued};
+                                 .num_preprocess_tasks_queued = p.num_tasks_queued,
+                                 .itl_target_misses = s.itl_target_misses,
+                                 .ttft_target_misses = s.ttft_target_misses};
     });
 }
 

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
+#include <sstream>
+#include <stdexcept>
 
 #include "api/http/cors.h"
 #include "default_model.h"
@@ -55,6 +57,16 @@ constexpr FlagSpec kFlags[] = {
     {.name = "prefill-chunk", .kind = FlagKind::kInt, .value_name = "N",
      .help = "prompt tokens of one sequence per step, at most --max-num-batched-tokens", .min = 1, .max = 1 << 20,
      .default_note = "256 on the CPU, 2048 on a GPU"},
+    {.name = "target-itl-ms", .kind = FlagKind::kNumber, .value_name = "MS", .default_value = "0",
+     .help = "inter-token latency target: a step that decodes takes only the prompt tokens and new requests "
+             "that a cost model fitted to the measured steps predicts fit in it; 0: off (the fixed token budget)",
+     .min = 0, .max = 1e6},
+    {.name = "target-ttft-ms", .kind = FlagKind::kNumber, .value_name = "MS", .default_value = "0",
+     .help = "time-to-first-token target: a prompt that would miss it at the pace --target-itl-ms leaves gets "
+             "whole chunks; 0: none", .min = 0, .max = 1e7},
+    {.name = "priority-targets", .value_name = "P:ITL:TTFT[,...]",
+     .help = "targets per priority class, in ms (0: none): requests of priority <= P take the first such class",
+     .default_note = "every request takes --target-itl-ms and --target-ttft-ms"},
     {.name = "max-queue", .kind = FlagKind::kInt, .value_name = "N", .default_value = "1024",
      .help = "requests waiting to start; more get 429", .min = 1, .max = 1 << 20},
     {.name = "kv-cache-mb", .kind = FlagKind::kInt, .value_name = "N", .default_value = "0",
@@ -228,6 +240,62 @@ void apply_ints(const IntValues& v, ServeOptions& o) {
     o.sessions.max_rows = v.session_rows;
 }
 
+// "P:ITL:TTFT[,...]" -> classes in ascending P; each error names the flag and the entry.
+Result<std::vector<scheduler::PriorityTargets>> parse_priority_targets(const std::string& text) {
+    std::vector<scheduler::PriorityTargets> out;
+    std::stringstream entries(text);
+    std::string entry;
+    while (std::getline(entries, entry, ',')) {
+        const auto bad = [&](const std::string& why) {
+            return invalid_argument("--priority-targets: '" + entry + "' " + why);
+        };
+        std::stringstream fields(entry);
+        std::string p, itl, ttft, extra;
+        if (!std::getline(fields, p, ':') || !std::getline(fields, itl, ':') || !std::getline(fields, ttft, ':') ||
+            std::getline(fields, extra, ':')) {
+            return bad("is not PRIORITY:ITL_MS:TTFT_MS");
+        }
+        scheduler::PriorityTargets t;
+        size_t used = 0;
+        try {
+            t.max_priority = std::stoi(p, &used);
+            if (used != p.size()) return bad("has a priority that is not an integer");
+            t.itl_ms = std::stod(itl, &used);
+            if (used != itl.size()) return bad("has an ITL that is not a number");
+            t.ttft_ms = std::stod(ttft, &used);
+            if (used != ttft.size()) return bad("has a TTFT that is not a number");
+        } catch (const std::exception&) {
+            return bad("is not PRIORITY:ITL_MS:TTFT_MS with numbers");
+        }
+        if (!(t.itl_ms >= 0) || !(t.ttft_ms >= 0)) return bad("has a negative target");
+        out.push_back(t);
+    }
+    if (out.empty()) return invalid_argument("--priority-targets: no class given");
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.max_priority < b.max_priority; });
+    for (size_t i = 1; i < out.size(); ++i) {
+        if (out[i].max_priority == out[i - 1].max_priority) {
+            return invalid_argument("--priority-targets: priority " + std::to_string(out[i].max_priority) +
+                                    " is given twice");
+        }
+    }
+    return out;
+}
+
+Status read_latency_targets(const CliArgs& flags, scheduler::SchedulerConfig& s) {
+    auto itl = flags.get_double("target-itl-ms");
+    HICHAT_RETURN_IF_ERROR(itl.status());
+    auto ttft = flags.get_double("target-ttft-ms");
+    HICHAT_RETURN_IF_ERROR(ttft.status());
+    s.target_itl_ms = *itl;
+    s.target_ttft_ms = *ttft;
+    if (flags.has("priority-targets")) {
+        auto classes = parse_priority_targets(flags.get("priority-targets"));
+        HICHAT_RETURN_IF_ERROR(classes.status());
+        s.priority_targets = std::move(classes).value();
+    }
+    return ok_status();
+}
+
 // $XDG_DATA_HOME/hichat/sessions.db, else $HOME/.local/share/hichat/sessions.db; "" when neither is set.
 std::string default_session_db() {
     const char* xdg = std::getenv("XDG_DATA_HOME");
@@ -304,6 +372,7 @@ Result<ServeOptions> parse_serve_options(const CliArgs& flags) {
     HICHAT_RETURN_IF_ERROR(ints.status());
     HICHAT_RETURN_IF_ERROR(check_combinations(flags, *ints));
     apply_ints(*ints, o);
+    HICHAT_RETURN_IF_ERROR(read_latency_targets(flags, o.engine.scheduler));
     HICHAT_RETURN_IF_ERROR(o.http.validate());
     HICHAT_RETURN_IF_ERROR(o.engine.validate());
     HICHAT_RETURN_IF_ERROR(o.quota.validate());

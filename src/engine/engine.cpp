@@ -65,7 +65,10 @@ void Engine::Impl::sync_step() {
         return;
     }
     const executor::ForwardBatch batch = build_batch(plan);
+    const scheduler::StepFeatures features = scheduler::plan_features(plan);
+    const Clock::time_point start = Clock::now();
     run_forward(plan, batch);
+    record_step(features, plan.itl_target_ms, std::chrono::duration<double, std::milli>(Clock::now() - start).count());
     ++num_steps_;
     commit(plan, batch);
     remove_finished();
@@ -245,7 +248,12 @@ void Engine::Impl::on_token(Sequence& seq, int32_t token, const sampling::TokenL
     // The mask allowed it (sampled from a masked row), so this only fails on a grammar bug.
     if (seq.matcher) CHECK(seq.matcher->accept_token(token)) << "sequence " << seq.state.id << ": token " << token;
     CHECK_LT(at, static_cast<int>(seq.tokens.size())) << "sequence " << seq.state.id;
-    if (seq.first_token_time == Clock::time_point{}) seq.first_token_time = Clock::now();
+    if (seq.first_token_time == Clock::time_point{}) {
+        seq.first_token_time = Clock::now();
+        const double target = scheduler_.targets_of(seq.state).ttft_ms;
+        const double ttft = std::chrono::duration<double, std::milli>(seq.first_token_time - seq.request.arrival).count();
+        if (target > 0 && ttft > target) ++ttft_target_misses_;
+    }
     const auto& stop_ids = seq.request.stop_token_ids;
     if (std::find(stop_ids.begin(), stop_ids.end(), token) != stop_ids.end()) {
         seq.truncate(at);  // a stop id is not part of the output
@@ -325,6 +333,17 @@ void Engine::Impl::remove_finished() {
     });
 }
 
+void Engine::Impl::record_step(const scheduler::StepFeatures& features, double itl_target_ms, double ms) {
+    scheduler_.observe_step(features, ms);
+    if (itl_target_ms > 0 && features.decode_rows > 0 && ms > itl_target_ms) ++itl_target_misses_;
+    if (config_.on_step) {
+        config_.on_step({.ms = ms,
+                         .prefill_tokens = static_cast<int>(features.prefill_tokens),
+                         .decode_rows = static_cast<int>(features.decode_rows),
+                         .itl_target_ms = itl_target_ms});
+    }
+}
+
 void Engine::Impl::publish_stats() {
     EngineStats s;
     for (const auto& seq : seqs_) {
@@ -344,6 +363,8 @@ void Engine::Impl::publish_stats() {
     s.prefix_cache = scheduler_.prefix_cache_stats();
     s.num_steps = num_steps_;
     s.num_preemptions = num_preemptions_;
+    s.itl_target_misses = itl_target_misses_;
+    s.ttft_target_misses = ttft_target_misses_;
     num_waiting_ = s.num_waiting;
     std::lock_guard<std::mutex> lock(stats_mu_);
     stats_ = s;

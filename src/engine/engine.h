@@ -3,6 +3,7 @@
 // and stats() only; results flow back through each request's TokenSink.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,8 +19,18 @@ namespace hichat::engine {
 // step N, then processes step N's tokens. kAuto: on when the runner runs_async().
 enum class StepOverlap { kAuto, kOn, kOff };
 
+// One step as measured, for the step metrics (EngineConfig::on_step).
+struct StepReport {
+    double ms = 0;                 // from the step's start on the device (or the CPU) to its results
+    int prefill_tokens = 0;        // tokens of prefill chunks
+    int decode_rows = 0;           // sequences that decoded one token
+    double itl_target_ms = 0;      // the scheduler's ITL target for it; 0: none
+};
+
 struct EngineConfig {
     scheduler::SchedulerConfig scheduler;
+    // Called on the engine thread after every step (quick: a histogram update); may be empty.
+    std::function<void(const StepReport&)> on_step;
     int max_waiting = 1024;                 // queued requests beyond this are refused (429)
     int max_model_len = 0;                  // prompt + generation per request; 0: the model's context
     std::vector<std::string> output_deny_list;  // phrases that stop generation (content_filter)
@@ -46,6 +57,10 @@ struct EngineStats {
     scheduler::PrefixCacheStats prefix_cache;
     int64_t num_steps = 0;
     int64_t num_preemptions = 0;
+    // Latency targets missed (monotonic): steps that decoded a sequence with an ITL target and took
+    // longer than it; sequences whose first token came later than their TTFT target.
+    int64_t itl_target_misses = 0;
+    int64_t ttft_target_misses = 0;
 };
 
 class Engine {

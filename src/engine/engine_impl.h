@@ -120,6 +120,9 @@ private:
                 std::vector<sampling::TokenLogprobs> logprobs = {});
     void remove_finished();
     void publish_stats();
+    // A step of `features` took `ms`: the scheduler's cost model learns it, misses are counted, the
+    // on_step hook sees it.
+    void record_step(const scheduler::StepFeatures& features, double itl_target_ms, double ms);
 
     std::unique_ptr<executor::ModelRunner> runner_;
     const tokenizer::Tokenizer& tokenizer_;
@@ -146,6 +149,8 @@ private:
     std::vector<int32_t> mask_of_row_;          // [rows]: index into masks_, or -1 (scratch)
     int64_t num_submitted_ = 0;                 // pipelined steps submitted (the next step_no)
     int64_t num_steps_ = 0, num_preemptions_ = 0;
+    int64_t itl_target_misses_ = 0, ttft_target_misses_ = 0;
+    Clock::time_point last_step_end_{};         // pipelined: when the last collected step's ids arrived
 
     mutable std::mutex stats_mu_;
     EngineStats stats_;

@@ -3,8 +3,11 @@
 // Engine thread only.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <vector>
+
+#include "scheduler/step_cost_model.h"
 
 namespace hichat::engine {
 
@@ -16,6 +19,9 @@ struct InflightStep {
     };
     int64_t step_no = 0;              // submission order, from 0
     std::vector<SampledRow> rows;     // [sampling chunks] in row order
+    scheduler::StepFeatures features; // of its plan, for the cost model
+    double itl_target_ms = 0;         // the plan's
+    std::chrono::steady_clock::time_point submitted;
 };
 
 }  // namespace hichat::engine

@@ -50,13 +50,17 @@ bool Engine::Impl::every_runner_picked() const {
 // chunk counts as cached at once, and each sampling chunk leaves a placeholder for its token.
 void Engine::Impl::submit_step(const scheduler::StepPlan& plan, bool masked) {
     const executor::ForwardBatch batch = build_batch(plan);
+    const scheduler::StepFeatures features = scheduler::plan_features(plan);   // before the chunks count as cached
     fill_row_sampling(plan);
     if (masked) {
         runner_->submit_forward(batch, rows_);
     } else {
         runner_->submit(batch, rows_);
     }
-    InflightStep step{.step_no = num_submitted_++};
+    InflightStep step{.step_no = num_submitted_++,
+                      .features = features,
+                      .itl_target_ms = plan.itl_target_ms,
+                      .submitted = Clock::now()};
     for (size_t i = 0; i < plan.chunks.size(); ++i) {
         const auto& chunk = plan.chunks[i];
         Sequence& seq = *by_id_.at(chunk.seq->id);
@@ -80,6 +84,11 @@ void Engine::Impl::collect_step() {
     const InflightStep step = std::move(inflight_.front());
     inflight_.pop_front();
     runner_->collect(step_ids_);
+    // The step ran from when it was submitted or when the one before it ended, whichever came later.
+    const Clock::time_point end = Clock::now();
+    record_step(step.features, step.itl_target_ms,
+                std::chrono::duration<double, std::milli>(end - std::max(step.submitted, last_step_end_)).count());
+    last_step_end_ = end;
     const std::span<const sampling::TokenLogprobs> logprobs = runner_->step_logprobs();
     for (const InflightStep::SampledRow& r : step.rows) {
         CHECK_LT(static_cast<size_t>(r.row), step_ids_.size()) << "step " << step.step_no;

@@ -21,6 +21,7 @@ struct StepPlan {
     // KV blocks to move between the device pool and the host tier before this step runs (also when the
     // plan has no chunk left: a copy back may serve a sequence preempted after its admission).
     std::vector<kv::BlockCopy> copies;
+    double itl_target_ms = 0;   // the strictest ITL target of the sequences it decodes; 0: none
 
     bool empty() const { return chunks.empty(); }
     int num_tokens() const {

@@ -247,6 +247,30 @@ TEST(MetricsTest, GaugesComeFromTheCallbackAtScrapeTime) {
     EXPECT_EQ(gauge_values()["hichat_num_requests_waiting"], "9");
 }
 
+TEST(MetricsTest, StepHistogramsAndTargetMisses) {
+    Metrics m;
+    m.observe_step(0.004, 0);
+    m.observe_step(0.030, 300);
+    m.observe_step(0.012, 16);
+    m.set_engine_gauges_source([] { return EngineGauges{.itl_target_misses = 4, .ttft_target_misses = 2}; });
+    Exposition e = parse(m.render());
+    EXPECT_TRUE(e.errors.empty()) << e.errors.front();
+    std::map<std::string, std::string> values;
+    for (const Sample& s : e.samples) {
+        const auto le = s.labels.find("le");
+        values[s.name + (le == s.labels.end() ? "" : "{" + le->second + "}")] = s.value;
+    }
+    EXPECT_EQ(values["hichat_step_duration_seconds_count"], "3");
+    EXPECT_EQ(values["hichat_step_duration_seconds_bucket{0.005}"], "1");
+    EXPECT_EQ(values["hichat_step_duration_seconds_bucket{0.015}"], "2");
+    EXPECT_EQ(values["hichat_step_prefill_tokens_bucket{0}"], "1");
+    EXPECT_EQ(values["hichat_step_prefill_tokens_bucket{16}"], "2");
+    EXPECT_EQ(values["hichat_step_prefill_tokens_sum"], "316");
+    EXPECT_EQ(values["hichat_itl_target_misses_total"], "4");
+    EXPECT_EQ(values["hichat_ttft_target_misses_total"], "2");
+    EXPECT_EQ(e.type.at("hichat_itl_target_misses_total"), "counter");
+}
+
 TEST(MetricsTest, LatencyAndTokenHistogramsAndTotals) {
     Metrics m;
     std::vector<double> ttft, itl, e2e, prompt, generated;

@@ -114,5 +114,14 @@ TEST_F(ServeStartupTest, FlagsThatWouldDoNothingAreRefusedByName) {
 #endif
 }
 
+TEST_F(ServeStartupTest, BadLatencyTargetsAreRefusedByName) {
+    expect_refused("--target-itl-ms -5", {"--target-itl-ms"});
+    expect_refused("--target-ttft-ms soon", {"--target-ttft-ms"});
+    expect_refused("--priority-targets 0:25", {"--priority-targets", "'0:25'", "PRIORITY:ITL_MS:TTFT_MS"});
+    expect_refused("--priority-targets 0:25:x", {"--priority-targets", "'0:25:x'", "TTFT"});
+    expect_refused("--priority-targets 0:-1:100", {"--priority-targets", "negative"});
+    expect_refused("--priority-targets 5:20:100,5:30:200", {"--priority-targets", "priority 5", "twice"});
+}
+
 }  // namespace
 }  // namespace hichat

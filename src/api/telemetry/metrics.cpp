@@ -13,6 +13,11 @@ const std::vector<double> kInterTokenBounds = {0.001, 0.0025, 0.005, 0.0075, 0.0
                                                0.03,  0.04,   0.05,  0.075,  0.1,  0.25,  0.5,  1.0};
 const std::vector<double> kE2eLatencyBounds = {0.1, 0.25, 0.5, 1.0,  2.5,  5.0,   10.0,  15.0,
                                                20.0, 30.0, 40.0, 60.0, 120.0, 300.0, 600.0};
+// Engine steps: from a sub-ms decode of a small model to seconds of a long prefill on the CPU; the
+// prefill tokens of a step from none (decode only) to a whole large budget.
+const std::vector<double> kStepBounds = {0.001, 0.0025, 0.005, 0.0075, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04,
+                                         0.05,  0.075,  0.1,   0.25,   0.5,  1.0,   2.5,  5.0};
+const std::vector<double> kStepPrefillBounds = {0, 16, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384};
 const std::vector<double> kTokenCountBounds = {1,    2,    5,     10,    20,    50,    100,    200,   500,
                                                1000, 2000, 5000, 10000, 20000, 50000, 100000, 131072};
 
@@ -31,7 +36,11 @@ Metrics::Metrics()
                    kE2eLatencyBounds),
       request_prompt_tokens_("hichat_request_prompt_tokens", "Prompt tokens per request.", kTokenCountBounds),
       request_generation_tokens_("hichat_request_generation_tokens", "Generated tokens per request.",
-                                 kTokenCountBounds) {}
+                                 kTokenCountBounds),
+      step_duration_("hichat_step_duration_seconds", "Time of one engine step (a forward pass of the batch).",
+                     kStepBounds),
+      step_prefill_tokens_("hichat_step_prefill_tokens", "Prompt (prefill) tokens per engine step.",
+                           kStepPrefillBounds) {}
 
 void Metrics::count_request(std::string_view endpoint, int status_code) {
     requests_.add({std::string(endpoint), std::to_string(status_code)});
@@ -40,6 +49,11 @@ void Metrics::count_request(std::string_view endpoint, int status_code) {
 void Metrics::observe_time_to_first_token(double seconds) { time_to_first_token_.observe(seconds); }
 void Metrics::observe_inter_token_latency(double seconds) { inter_token_latency_.observe(seconds); }
 void Metrics::observe_e2e_latency(double seconds) { e2e_latency_.observe(seconds); }
+
+void Metrics::observe_step(double seconds, int prefill_tokens) {
+    step_duration_.observe(seconds);
+    step_prefill_tokens_.observe(prefill_tokens);
+}
 
 void Metrics::observe_request_tokens(int64_t num_tokens_prompt, int64_t num_tokens_generated) {
     request_prompt_tokens_.observe(static_cast<double>(num_tokens_prompt));
@@ -103,6 +117,10 @@ void Metrics::render_gauges(std::string& out) const {
           g.num_preprocess_tasks_running);
     gauge("hichat_preprocess_tasks_queued", "Generation requests waiting for a preprocessing thread.",
           g.num_preprocess_tasks_queued);
+    counter("hichat_itl_target_misses_total", "Engine steps that took longer than their --target-itl-ms.",
+            g.itl_target_misses);
+    counter("hichat_ttft_target_misses_total", "Requests whose first token came later than their --target-ttft-ms.",
+            g.ttft_target_misses);
 }
 
 std::string Metrics::render() const {
@@ -116,6 +134,8 @@ std::string Metrics::render() const {
     e2e_latency_.render(out);
     request_prompt_tokens_.render(out);
     request_generation_tokens_.render(out);
+    step_duration_.render(out);
+    step_prefill_tokens_.render(out);
     return out;
 }
 

@@ -33,6 +33,9 @@ struct EngineGauges {
     int64_t num_preprocess_workers = 0;       // threads that parse and tokenize generation requests
     int64_t num_preprocess_tasks_running = 0;
     int64_t num_preprocess_tasks_queued = 0;
+    // The scheduler's latency targets missed (monotonic): steps over their ITL target, first tokens
+    // later than their TTFT target.
+    int64_t itl_target_misses = 0, ttft_target_misses = 0;
 };
 
 class Metrics {
@@ -48,6 +51,8 @@ public:
     void observe_e2e_latency(double seconds);
     // Per-request token counts: fills both histograms and the prompt/generation totals.
     void observe_request_tokens(int64_t num_tokens_prompt, int64_t num_tokens_generated);
+    // One engine step: its duration and the prefill tokens it held.
+    void observe_step(double seconds, int prefill_tokens);
 
     // Gauges come from this callback at scrape time; without one they are not rendered.
     void set_engine_gauges_source(std::function<EngineGauges()> source);
@@ -63,6 +68,8 @@ public:
     const Histogram& e2e_latency() const { return e2e_latency_; }
     const Histogram& request_prompt_tokens() const { return request_prompt_tokens_; }
     const Histogram& request_generation_tokens() const { return request_generation_tokens_; }
+    const Histogram& step_duration() const { return step_duration_; }
+    const Histogram& step_prefill_tokens() const { return step_prefill_tokens_; }
 
 private:
     void render_gauges(std::string& out) const;
@@ -75,6 +82,8 @@ private:
     Histogram e2e_latency_;
     Histogram request_prompt_tokens_;
     Histogram request_generation_tokens_;
+    Histogram step_duration_;
+    Histogram step_prefill_tokens_;
 
     mutable std::mutex gauges_mutex_;
     std::function<EngineGauges()> gauges_source_;  // guarded by gauges_mutex_

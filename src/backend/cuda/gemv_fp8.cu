@@ -86,8 +86,14 @@ __device__ __forceinline__ void mma_step(float (&c)[4], const StepWeights& s, co
 // SwiGLU (kPair true, n = 2 * intermediate rows of gate then up): local tiles 2p and 2p + 1 are the
 // gate and up rows [16 j, 16 j + 16) of pair j = blockIdx.x * (kWarps / splits / 2) + p, and d (bf16
 // [m, intermediate]) gets silu(g) * u of the bf16-rounded g and u, as silu_mul() of the bf16 products.
+#ifndef FP8_PIPE
+#define FP8_PIPE 0
+#endif
+#ifndef FP8_PRELOAD
+#define FP8_PRELOAD 0
+#endif
 template <bool kPair>
-__global__ void __launch_bounds__(kThreads, 3) fp8_gemv_kernel(const bf16* __restrict__ a, const uint8_t* __restrict__ w,
+__global__ void __launch_bounds__(kThreads, FP8_PIPE ? 2 : 3) fp8_gemv_kernel(const bf16* __restrict__ a, const uint8_t* __restrict__ w,
                                                             const float* __restrict__ w_scale, void* __restrict__ d,
                                                             int m, int n, int k, int splits, bool f32_out,
                                                             bool accumulate) {
@@ -110,9 +116,32 @@ __global__ void __launch_bounds__(kThreads, 3) fp8_gemv_kernel(const bf16* __res
     const uint8_t* w_hi = w + static_cast<int64_t>(min(row0 + g + 8, last_row)) * k + 16 * t;
     const bool token = g < m;
     const bf16* act = a + static_cast<int64_t>(token ? g : 0) * k + 16 * t;
-    kernels::pdl_wait();
     float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     int s = begin;
+#if FP8_PIPE
+    StepWeights cur[kUnroll];
+    const bool first = s + kUnroll <= end;
+    if (FP8_PRELOAD && first)
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) cur[u] = load_step(w_lo, w_hi, (s + u) * kStepK);
+    kernels::pdl_wait();
+    if (!FP8_PRELOAD && first)
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) cur[u] = load_step(w_lo, w_hi, (s + u) * kStepK);
+    for (; s + kUnroll <= end; s += kUnroll) {
+        StepWeights next[kUnroll];
+        const bool more = s + 2 * kUnroll <= end;
+        if (more)
+#pragma unroll
+            for (int u = 0; u < kUnroll; ++u) next[u] = load_step(w_lo, w_hi, (s + kUnroll + u) * kStepK);
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) mma_step(c, cur[u], act, token, (s + u) * kStepK);
+        if (more)
+#pragma unroll
+            for (int u = 0; u < kUnroll; ++u) cur[u] = next[u];
+    }
+#else
+    kernels::pdl_wait();
     for (; s + kUnroll <= end; s += kUnroll) {
         StepWeights loads[kUnroll];
 #pragma unroll
@@ -120,6 +149,7 @@ __global__ void __launch_bounds__(kThreads, 3) fp8_gemv_kernel(const bf16* __res
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) mma_step(c, loads[u], act, token, (s + u) * kStepK);
     }
+#endif
     for (; s < end; ++s) mma_step(c, load_step(w_lo, w_hi, s * kStepK), act, token, s * kStepK);
     kernels::pdl_launch_dependents();
     if (kPair || splits > 1) {
