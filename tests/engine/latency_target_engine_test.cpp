@@ -161,7 +161,6 @@ TEST_F(LatencyTargetEngineTest, TargetedItlHoldsP99WithinTwiceTheMedianWhereTheF
         EXPECT_GT(fixed.p99, 2 * fixed.p50) << "the fixed budget stalls the streams";
         EXPECT_EQ(fixed.itl_misses, 0) << "no target, no misses counted";
         EXPECT_EQ(tuned.num_reports, tuned.steps) << "every step reached the on_step hook";
-        EXPECT_GT(tuned.steps, fixed.steps) << "the long prompts went in smaller chunks";
         held = tuned.p99 <= 2 * tuned.p50 && tuned.p99 <= 1.5 * target;
     }
     EXPECT_TRUE(held) << "in no round did the targeted scheduler keep p99 ITL within twice its median and 1.5 "
