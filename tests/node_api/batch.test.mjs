@@ -181,32 +181,41 @@ test('refusals: unknown endpoint 400, completion window 400, oversized file 413,
   await rejectsWith(client.files.retrieve(file.id), 404);
 });
 
-// Lines slow enough (ignore_eos) that a batch of one line at a time is seen part-way; a batch that still
-// finished before it was seen is made again with twice the lines.
-async function batchSeenPartWay(numLines, seen) {
-  for (let n = numLines; n <= numLines * 64; n *= 2) {
+// Lines slow enough (ignore_eos) that a batch of one line at a time is seen part-way (in progress, some
+// lines done, not all). Yields such a batch with `n` lines; the caller says (returns true) when it is done
+// with it, or asks for another, twice as long, when the batch still outran it.
+async function* batchesSeenPartWay(n) {
+  for (; n <= 12 * 64; n *= 2) {
     const ids = Array.from({ length: n }, (_, i) => `slow-${n}-${i}`);
     const lines = ids.map((id) => chatLine(id, { max_tokens: 200, ignore_eos: true }));
-    const batch = await createBatch((await upload(lines)).id);
-    const b = await poll(batch.id, (x) => FINAL.has(x.status) || seen(x));
-    if (!FINAL.has(b.status)) return { batch: b, ids };
+    const created = await createBatch((await upload(lines)).id);
+    const partWay = (b) => b.status === 'in_progress' && b.request_counts.completed >= 1 && b.request_counts.completed < n;
+    const b = await poll(created.id, (x) => FINAL.has(x.status) || partWay(x));
+    if (partWay(b)) yield { batch: b, ids };
+    else await poll(created.id);
   }
   throw new Error('every batch finished before it could be seen part-way');
 }
 
 test('cancel stops the batch: the lines that finished are in the output, each once', async () => {
-  const { batch, ids } = await batchSeenPartWay(24, (b) => b.request_counts.completed >= 1);
-  const cancelling = await client.batches.cancel(batch.id);
-  assert.ok(['cancelling', 'cancelled'].includes(cancelling.status), cancelling.status);
-  const done = await poll(batch.id);
-  assert.equal(done.status, 'cancelled');
-  assert.ok(done.cancelled_at >= done.cancelling_at);
-  const out = await jsonl(done.output_file_id);
-  assert.equal(out.length, done.request_counts.completed);
-  assert.ok(out.length >= 1 && out.length < ids.length, `${out.length} of ${ids.length}`);
-  assert.equal(new Set(out.map((l) => l.custom_id)).size, out.length);
-  assert.deepEqual(out.map((l) => l.custom_id), ids.filter((id) => out.some((l) => l.custom_id === id)), 'input order');
-  assert.equal((await client.batches.cancel(batch.id)).status, 'cancelled', 'a second cancel answers the batch');
+  for await (const { batch, ids } of batchesSeenPartWay(24)) {
+    const cancelling = await client.batches.cancel(batch.id).catch((err) => {
+      if (err.status === 409) return null;  // it finished meanwhile: again with more lines
+      throw err;
+    });
+    if (cancelling === null) continue;
+    assert.ok(['cancelling', 'cancelled'].includes(cancelling.status), cancelling.status);
+    const done = await poll(batch.id);
+    assert.equal(done.status, 'cancelled');
+    assert.ok(done.cancelled_at >= done.cancelling_at);
+    const out = await jsonl(done.output_file_id);
+    assert.equal(out.length, done.request_counts.completed);
+    assert.ok(out.length >= 1 && out.length < ids.length, `${out.length} of ${ids.length}`);
+    assert.equal(new Set(out.map((l) => l.custom_id)).size, out.length);
+    assert.deepEqual(out.map((l) => l.custom_id), ids.filter((id) => out.some((l) => l.custom_id === id)), 'input order');
+    assert.equal((await client.batches.cancel(batch.id)).status, 'cancelled', 'a second cancel answers the batch');
+    break;
+  }
   const finished = await createBatch((await upload([chatLine('late')])).id);
   await poll(finished.id);
   await rejectsWith(client.batches.cancel(finished.id), 409, (err) => assert.equal(err.code, 'batch_not_cancellable'));
@@ -216,37 +225,39 @@ test('cancel stops the batch: the lines that finished are in the output, each on
 const salt = (requestId) => requestId.slice('chatcmpl-'.length, 'chatcmpl-'.length + 8);
 
 test('a server killed mid-batch and restarted answers every line exactly once', async () => {
-  const probe = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'hi' }], max_tokens: 1 });
-  const firstSalt = salt(probe.id);
-  const { batch, ids } = await batchSeenPartWay(12, (b) => b.request_counts.completed >= 1);
-  const completedBefore = batch.request_counts.completed;
-  assert.ok(completedBefore >= 1 && completedBefore < ids.length);
-  const exited = new Promise((r) => server.proc.on('exit', (code, signal) => r(signal)));
-  server.proc.kill('SIGKILL');
-  assert.equal(await exited, 'SIGKILL');
+  let probe = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'hi' }], max_tokens: 1 });
+  for await (const { batch, ids } of batchesSeenPartWay(12)) {
+    const firstSalt = salt(probe.id);
+    const completedBefore = batch.request_counts.completed;
+    const exited = new Promise((r) => server.proc.on('exit', (code, signal) => r(signal)));
+    server.proc.kill('SIGKILL');
+    assert.equal(await exited, 'SIGKILL');
 
-  server = await startServer(modelDir, serveArgs);
-  connect();
-  const resumed = await client.batches.retrieve(batch.id);
-  assert.ok(resumed.request_counts.completed >= completedBefore, 'recorded lines survive the kill');
-  assert.equal(resumed.request_counts.total, ids.length);
-  const done = await poll(batch.id);
-  assert.equal(done.status, 'completed');
-  assert.deepEqual(done.request_counts, { total: ids.length, completed: ids.length, failed: 0 });
-  const out = await jsonl(done.output_file_id);
-  assert.deepEqual(out.map((l) => l.custom_id), ids, 'every line exactly once, in input order');
-  assert.equal(done.error_file_id, null);
+    server = await startServer(modelDir, serveArgs);
+    connect();
+    const resumed = await client.batches.retrieve(batch.id);
+    assert.ok(resumed.request_counts.completed >= completedBefore, 'recorded lines survive the kill');
+    assert.equal(resumed.request_counts.total, ids.length);
+    const done = await poll(batch.id);
+    assert.equal(done.status, 'completed');
+    assert.deepEqual(done.request_counts, { total: ids.length, completed: ids.length, failed: 0 });
+    const out = await jsonl(done.output_file_id);
+    assert.deepEqual(out.map((l) => l.custom_id), ids, 'every line exactly once, in input order');
+    assert.equal(done.error_file_id, null);
 
-  // Lines answered before the kill carry the first process's ids; the restarted server ran exactly the
-  // others (its finished generations, counted in /metrics): no finished line ran twice.
-  const bySecond = out.filter((l) => salt(l.response.request_id) !== firstSalt).length;
-  assert.ok(ids.length - bySecond >= completedBefore, `${ids.length - bySecond} lines by the first server`);
-  let ran = 0;
-  for (let i = 0; i < 500 && ran < bySecond; ++i) {  // the count follows the answer by microseconds
-    ran = await metric(server.url, 'hichat_request_prompt_tokens_count');
-    if (ran < bySecond) await new Promise((r) => setTimeout(r, 10));
+    // Lines answered before the kill carry the first process's ids; the restarted server ran exactly the
+    // others (its finished generations, counted in /metrics): no finished line ran twice.
+    const bySecond = out.filter((l) => salt(l.response.request_id) !== firstSalt).length;
+    assert.ok(ids.length - bySecond >= completedBefore, `${ids.length - bySecond} lines by the first server`);
+    let ran = 0;
+    for (let i = 0; i < 500 && ran < bySecond; ++i) {  // the count follows the answer by microseconds
+      ran = await metric(server.url, 'hichat_request_prompt_tokens_count');
+      if (ran < bySecond) await new Promise((r) => setTimeout(r, 10));
+    }
+    assert.equal(ran, bySecond, 'the restarted server ran only the lines not recorded before the kill');
+    if (bySecond >= 1) break;  // else every line was recorded before the kill: again with more lines
+    probe = await client.chat.completions.create({ model: 'tiny', messages: [{ role: 'user', content: 'hi' }], max_tokens: 1 });
   }
-  assert.equal(ran, bySecond, 'the restarted server ran only the lines not recorded before the kill');
 });
 
 test('with API keys, files and batches belong to the key that made them', async () => {
