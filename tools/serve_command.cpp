@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
 
 #include "api/telemetry/access_log.h"
 #include "api/policy/api_key_store.h"
@@ -26,11 +27,26 @@
 namespace hichat::tools {
 namespace {
 
+// A folder removed with its files when this goes (on every exit path of serve).
+struct TempFolder {
+    std::string path;  // "" : none
+    TempFolder() = default;
+    TempFolder(const TempFolder&) = delete;
+    TempFolder& operator=(const TempFolder&) = delete;
+    ~TempFolder() {
+        std::error_code ec;
+        if (!path.empty()) std::filesystem::remove_all(path, ec);
+    }
+};
+
 // What the service points to; built before the server takes traffic (front) or after loading (model).
 struct Frontend {
     api::ApiKeyStore keys;
     std::unique_ptr<session::SessionStore> sessions;
     std::unique_ptr<api::SerialWorker> session_writer;  // writes finished turns to `sessions`
+    std::unique_ptr<session::BatchStore> batches;       // files and batches, in the session database
+    std::optional<session::FileFolder> files;           // the files' bytes
+    TempFolder temp_files;                               // :memory: sessions without --files-dir
     std::unique_ptr<api::QuotaLimiter> quotas;
     api::Metrics metrics;
     std::unique_ptr<api::AccessLog> access_log;
@@ -66,6 +82,24 @@ std::string model_fingerprint(const std::string& model_dir) {
     return buf;
 }
 
+// The Files and Batch APIs' tables beside the sessions' and their folder (--files-dir; with a :memory:
+// session database and no --files-dir, a temporary folder as short-lived as the database).
+Status open_batch_store(const ServeOptions& o, Frontend& f) {
+    auto batches = session::BatchStore::open({.path = o.sessions.path});
+    if (!batches.ok()) return invalid_argument("--session-db: " + batches.status().message());
+    f.batches = std::move(batches).value();
+    std::string dir = o.files_dir;
+    if (dir.empty()) {
+        std::string pattern = (std::filesystem::temp_directory_path() / "hichat-files-XXXXXX").string();
+        if (mkdtemp(pattern.data()) == nullptr) return invalid_argument("cannot create a temporary files folder in " + pattern);
+        dir = f.temp_files.path = pattern;
+    }
+    auto folder = session::FileFolder::open(dir);
+    if (!folder.ok()) return invalid_argument("--files-dir: " + folder.status().message());
+    f.files = std::move(folder).value();
+    return ok_status();
+}
+
 // A key file without keys or a deny list without phrases would leave the server open or unfiltered
 // while the flag says otherwise: both are refused by name.
 Status build_frontend(const ServeOptions& o, Frontend& f) {
@@ -90,6 +124,7 @@ Status build_frontend(const ServeOptions& o, Frontend& f) {
     if (!sessions.ok()) return invalid_argument("--session-db: " + sessions.status().message());
     f.sessions = std::move(sessions).value();
     f.session_writer = std::make_unique<api::SerialWorker>();
+    HICHAT_RETURN_IF_ERROR(open_batch_store(o, f));
     if (!o.deny_list_file.empty()) {
         auto deny = api::DenyList::load(o.deny_list_file);
         HICHAT_RETURN_IF_ERROR(deny.status());
@@ -166,7 +201,7 @@ Status start_engine(const ServeOptions& o, Frontend& f, LoadedModel& m) {
     return ok_status();
 }
 
-api::ServiceDeps service_deps(Frontend& f, LoadedModel& m) {
+api::ServiceDeps service_deps(const ServeOptions& o, Frontend& f, LoadedModel& m) {
     return {.engine = m.engine.get(),
             .preprocess = m.preprocess.get(),
             .tokenizer = m.tokenizer.get(),
@@ -178,7 +213,18 @@ api::ServiceDeps service_deps(Frontend& f, LoadedModel& m) {
             .eos_token_ids = m.eos_ids,
             .sessions = f.sessions.get(),
             .session_writer = f.session_writer.get(),
-            .model_fingerprint = m.fingerprint};
+            .model_fingerprint = m.fingerprint,
+            .batches = {.store = f.batches.get(),
+                        .folder = f.files ? &*f.files : nullptr,
+                        .max_file_bytes = o.max_file_bytes,
+                        .runner = {.max_lines_in_flight = o.batch_lines_in_flight,
+                                   .on_batch_finished = [](const session::StoredBatch& b) {
+                                       std::fprintf(stderr, "hichat serve: batch %s %s: %lld of %lld lines answered, %lld failed\n",
+                                                    b.id.c_str(), std::string(session::batch_status_name(b.status)).c_str(),
+                                                    static_cast<long long>(b.num_requests_completed + b.num_requests_failed),
+                                                    static_cast<long long>(b.num_requests_total),
+                                                    static_cast<long long>(b.num_requests_failed));
+                                   }}}};
 }
 
 void wire_engine_gauges(Frontend& f, engine::Engine& e, const api::PreprocessPool& pool) {
@@ -247,7 +293,7 @@ int serve_main(const CliArgs& flags) {
         return fail(s);
     }
     wire_engine_gauges(front, *model.engine, *model.preprocess);
-    service.attach(service_deps(front, model));
+    service.attach(service_deps(*opts, front, model));
     std::fprintf(stderr, "hichat serve: ready: model '%s', context %d tokens\n", opts->served_model_name.c_str(),
                  model.engine->max_context_tokens());
     signals.wait();
@@ -255,10 +301,12 @@ int serve_main(const CliArgs& flags) {
     front.metrics.set_engine_gauges_source(nullptr);
     // Every connection is closed now: queued preprocessing tasks have no one to answer and are
     // dropped; running ones finish (and may still submit) before the engine goes.
+    service.stop_batches();  // its lines in flight are cancelled and run again at the next start
     model.preprocess->stop();
     model.engine.reset();  // cancels what is left
     if (front.session_writer) front.session_writer->stop();  // stores the turns that finished, before the store closes
     if (front.access_log) front.access_log->flush();
+
     std::fprintf(stderr, "hichat serve: stopped\n");
     return 0;
 }

@@ -94,6 +94,16 @@ constexpr FlagSpec kFlags[] = {
      .max = int64_t{1} << 40},
     {.name = "session-max-rows", .kind = FlagKind::kInt, .value_name = "N", .default_value = "100000",
      .help = "at most N stored responses and N conversations; the oldest go first", .min = 1, .max = int64_t{1} << 40},
+    {.name = "files-dir", .value_name = "DIR",
+     .help = "folder of the files uploaded to /v1/files and of the batches' output files (their metadata is in "
+             "--session-db)",
+     .default_note = "beside the session database: <name>-files/ (with --session-db :memory:, a temporary folder "
+                     "removed at exit)"},
+    {.name = "max-file-mb", .kind = FlagKind::kInt, .value_name = "N", .default_value = "100",
+     .help = "largest file /v1/files takes, in MiB; larger: 413", .min = 1, .max = 4096},
+    {.name = "batch-concurrency", .kind = FlagKind::kInt, .value_name = "N", .default_value = "4",
+     .help = "batch lines (/v1/batches) in the engine at once; they run at the least urgent priority", .min = 1,
+     .max = 4096},
     {.name = "device", .value_name = "auto|cpu|cuda", .default_value = "auto",
      .help = "where the model runs; auto: CUDA when a device is present"},
     {.name = "quantization", .value_name = "none|fp8|int8|q4", .default_value = "none",
@@ -123,7 +133,7 @@ struct IntTarget {
 struct IntValues {
     int64_t port = 0, io_threads = 0, threads = 0, rpm = 0, tpm = 0, per_key = 0, seqs = 0, tokens = 0,
             chunk = 0, queue = 0, kv_mb = 0, max_len = 0, timeout_s = 0, drain_s = 0, body_mb = 0,
-            header_s = 0, body_s = 0, session_ttl_s = 0, session_rows = 0;
+            header_s = 0, body_s = 0, session_ttl_s = 0, session_rows = 0, file_mb = 0, batch_lines = 0;
 };
 
 Result<IntValues> read_ints(const CliArgs& flags, bool gpu) {
@@ -149,6 +159,8 @@ Result<IntValues> read_ints(const CliArgs& flags, bool gpu) {
         {"body-timeout-s", {}, &v.body_s},
         {"session-ttl", {}, &v.session_ttl_s},
         {"session-max-rows", {}, &v.session_rows},
+        {"max-file-mb", {}, &v.file_mb},
+        {"batch-concurrency", {}, &v.batch_lines},
     };
     for (const IntTarget& t : targets) {
         auto value = t.computed ? flags.get_int(t.name, *t.computed) : flags.get_int(t.name);
@@ -238,6 +250,12 @@ void apply_ints(const IntValues& v, ServeOptions& o) {
     o.request_timeout_s = static_cast<int>(v.timeout_s);
     o.sessions.ttl_s = v.session_ttl_s;
     o.sessions.max_rows = v.session_rows;
+    o.max_file_bytes = v.file_mb << 20;
+    o.batch_lines_in_flight = static_cast<int>(v.batch_lines);
+    // An upload carries the file and a few multipart headers: the route takes the file limit plus 1 MiB,
+    // so that a file just over it gets the API's own 413 naming --max-file-mb.
+    o.http.route_body_limits.push_back(
+        {.method = "POST", .path = "/v1/files", .max_body_bytes = static_cast<size_t>(o.max_file_bytes + (int64_t{1} << 20))});
 }
 
 // "P:ITL:TTFT[,...]" -> classes in ascending P; each error names the flag and the entry.
@@ -356,6 +374,11 @@ Result<ServeOptions> parse_serve_options(const CliArgs& flags) {
     if (o.session_db_is_default) o.sessions.path = default_session_db();
     if (o.sessions.path.empty()) {
         return invalid_argument("--session-db is required here: neither XDG_DATA_HOME nor HOME is set");
+    }
+    o.files_dir = flags.get("files-dir");
+    if (o.files_dir.empty() && o.sessions.path != ":memory:") {
+        const std::filesystem::path db(o.sessions.path);
+        o.files_dir = (db.parent_path() / (db.stem().string() + "-files")).string();
     }
     o.http.cors.allowed_origins = flags.get_all("allowed-origin");
     o.engine.prefix_cache = !flags.has("no-prefix-cache");

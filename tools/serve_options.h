@@ -38,6 +38,11 @@ struct ServeOptions {
     int request_timeout_s = 0;
     session::SessionStoreConfig sessions;  // --session-db, --session-ttl, --session-max-rows
     bool session_db_is_default = false;    // the data folder is created when missing
+    // The Files and Batch APIs: metadata in the session database, the bytes in this folder. "" (only
+    // with a :memory: session database): a temporary folder, removed at exit.
+    std::string files_dir;                 // --files-dir
+    int64_t max_file_bytes = int64_t{100} << 20;  // --max-file-mb
+    int batch_lines_in_flight = 4;         // --batch-concurrency
 };
 
 // How `hichat serve` splits the cores when --threads / --io-threads are not given: the I/O threads

@@ -22,6 +22,18 @@ ApiError client_closed_error() {
     return {.http_status = 499, .message = "the client closed the connection", .code = "client_closed"};
 }
 
+// "/v1/x/y" -> {"v1", "x", "y"}, each segment percent-decoded ("" when malformed).
+std::vector<std::string> path_parts(const std::string& path) {
+    std::vector<std::string> parts;
+    for (size_t at = 1; at <= path.size();) {
+        size_t end = path.find('/', at);
+        if (end == std::string::npos) end = path.size();
+        parts.push_back(percent_decode(std::string_view(path).substr(at, end - at)).value_or(""));
+        at = end + 1;
+    }
+    return parts;
+}
+
 }  // namespace
 
 struct OpenAiService::PendingGeneration {
@@ -47,11 +59,37 @@ void OpenAiService::attach(ServiceDeps deps) {
             .next_request_id = [this] { return engine::RequestId{next_id_.fetch_add(1)}; }});
         conversations_ = std::make_unique<ConversationsService>(deps_.sessions);
     }
+    if (deps_.batches.store != nullptr) {
+        CHECK(deps_.batches.folder != nullptr) << "the batch store needs a files folder";
+        batch_runner_ = std::make_unique<BatchRunner>(
+            deps_.batches.runner, *deps_.batches.store, *deps_.batches.folder,
+            [this](Endpoint endpoint, std::string body, const std::string& owner, WriterPtr writer) {
+                run_batch_line(endpoint, std::move(body), owner, std::move(writer));
+            });
+        files_ = std::make_unique<FilesService>(deps_.batches.store, deps_.batches.folder, deps_.batches.max_file_bytes);
+        batches_ = std::make_unique<BatchesService>(deps_.batches.store, batch_runner_.get());
+    }
     if (deps_.tokenizer != nullptr && deps_.engine != nullptr) {
         constrained_ = std::make_unique<ConstrainedDecoding>(*deps_.tokenizer, deps_.engine->model_config().vocab_size,
                                                              deps_.eos_token_ids);
     }
     ready_.store(true, std::memory_order_release);
+    if (batch_runner_) batch_runner_->start();  // takes up the batches a restart left unfinished
+}
+
+void OpenAiService::stop_batches() {
+    if (batch_runner_) batch_runner_->stop();
+}
+
+// Runner thread: the line is one more request to its endpoint, from its batch's owner, with no quota
+// slot of its own (its tokens still count towards the key's tokens per minute).
+void OpenAiService::run_batch_line(Endpoint endpoint, std::string body, const std::string& owner, WriterPtr writer) {
+    const std::string path(endpoint_path(endpoint));
+    HttpRequest request{.method = "POST", .target = path, .path = path, .body = std::move(body), .remote = "batch"};
+    PendingGeneration job{endpoint, std::move(request), std::move(writer),
+                          owner.empty() ? std::nullopt : std::optional<KeyId>(KeyId{owner}), QuotaLease(),
+                          engine::Clock::now()};
+    preprocess(job);
 }
 
 void OpenAiService::add_routes(Router& router) {
@@ -71,6 +109,15 @@ void OpenAiService::add_routes(Router& router) {
             router.add(method, path, [this](HttpRequest& r, WriterPtr w) { handle_session(r, w); });
         }
     }
+    auto batch_api = [this](HttpRequest& r, WriterPtr w) { handle_batch_api(r, w); };
+    router.add("POST", "/v1/files", batch_api);
+    router.add("GET", "/v1/files", batch_api);
+    router.add("GET", "/v1/files/*", batch_api);
+    router.add("DELETE", "/v1/files/*", batch_api);
+    router.add("POST", "/v1/batches", batch_api);
+    router.add("GET", "/v1/batches", batch_api);
+    router.add("GET", "/v1/batches/*", batch_api);
+    router.add("POST", "/v1/batches/*", batch_api);
     router.add("GET", "/", [](const HttpRequest&, WriterPtr w) {
         w->send(200, "text/html; charset=utf-8", std::string(chat_page_html()));
     });
@@ -226,11 +273,31 @@ void OpenAiService::handle_session(HttpRequest& req, const WriterPtr& w) {
     QuotaLease lease;
     const bool generates = req.method == "POST" && req.path == "/v1/responses";
     if (generates && !admit_quota(req, w, key, lease)) return;
-    auto job = std::make_shared<SessionJob>(SessionJob{std::move(req), w, key, std::move(lease), engine::Clock::now()});
-    switch (deps_.preprocess->post([this, job] {
+    post_store_job(req, w, std::move(key), std::move(lease), [this](SessionJob& job) { route_session(job); });
+}
+
+void OpenAiService::handle_batch_api(HttpRequest& req, const WriterPtr& w) {
+    if (!ready()) return reply_error(req, w, {.http_status = 503, .message = "the model is loading", .type = "server_error"}, {});
+    std::optional<KeyId> key;
+    if (!authenticate(req, w, key)) return;
+    if (batches_ == nullptr) {
+        return reply_error(req, w, {.http_status = 503, .message = "the batch store is off", .type = "server_error"}, key);
+    }
+    const bool files = req.path == "/v1/files" || req.path.starts_with("/v1/files/");
+    post_store_job(req, w, std::move(key), QuotaLease(), [this, files](SessionJob& job) {
+        std::vector<std::string> parts = path_parts(job.request.path);
+        if (files) return files_->route(job, parts);
+        batches_->route(job, parts);
+    });
+}
+
+void OpenAiService::post_store_job(HttpRequest& req, const WriterPtr& w, std::optional<KeyId> key, QuotaLease lease,
+                                   std::function<void(SessionJob&)> route) {
+    auto job = std::make_shared<SessionJob>(SessionJob{std::move(req), w, std::move(key), std::move(lease), engine::Clock::now()});
+    switch (deps_.preprocess->post([job, route = std::move(route)] {
                 if (job->writer->client_gone()) return job->reply_error(client_closed_error());
                 try {
-                    route_session(*job);
+                    route(*job);
                 } catch (const std::exception& e) {
                     job->reply_error({.http_status = 500, .message = std::string("internal error: ") + e.what(),
                                       .type = "server_error"});
@@ -248,13 +315,7 @@ void OpenAiService::handle_session(HttpRequest& req, const WriterPtr& w) {
 
 // Pool thread: /v1/responses[/{id}[/input_items]] and /v1/conversations[/{id}[/items[/{item_id}]]].
 void OpenAiService::route_session(SessionJob& job) {
-    std::vector<std::string> parts;
-    for (size_t at = 1; at <= job.request.path.size();) {
-        size_t end = job.request.path.find('/', at);
-        if (end == std::string::npos) end = job.request.path.size();
-        parts.push_back(percent_decode(std::string_view(job.request.path).substr(at, end - at)).value_or(""));
-        at = end + 1;
-    }
+    const std::vector<std::string> parts = path_parts(job.request.path);
     const std::string& m = job.request.method;
     const size_t n = parts.size();  // parts[0] "v1", parts[1] "responses" | "conversations"
     const ApiError no_route{.http_status = 404, .message = "no route " + m + " " + job.request.path, .code = "not_found"};

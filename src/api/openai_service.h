@@ -20,14 +20,27 @@
 #include "api/http/router.h"
 #include "api/openai_request.h"
 #include "api/serial_worker.h"
+#include "api/batch_runner.h"
+#include "api/batches_service.h"
 #include "api/conversations_service.h"
+#include "api/files_service.h"
 #include "api/preprocess_pool.h"
 #include "api/prompt_builder.h"
 #include "api/responses_service.h"
 #include "engine/engine.h"
+#include "session/batch_store.h"
+#include "session/file_folder.h"
 #include "session/session_store.h"
 
 namespace hichat::api {
+
+// The Files and Batch APIs (/v1/files, /v1/batches).
+struct BatchDeps {
+    session::BatchStore* store = nullptr;        // null: /v1/files and /v1/batches answer 503
+    const session::FileFolder* folder = nullptr;  // the files' bytes; required with `store`
+    int64_t max_file_bytes = int64_t{100} << 20;  // larger uploads: 413
+    BatchRunnerConfig runner;                     // lines in flight; the "batch finished" hook
+};
 
 struct ServiceDeps {
     engine::Engine* engine = nullptr;
@@ -42,6 +55,7 @@ struct ServiceDeps {
     session::SessionStore* sessions = nullptr;  // null: the Responses and Conversations APIs answer 503
     SerialWorker* session_writer = nullptr;  // finished turns are stored here; null: on the engine thread
     std::string model_fingerprint;         // stored token ids are reused only under the same one
+    BatchDeps batches;                     // the runner starts in attach() when `batches.store` is set
 };
 
 struct ServiceConfig {
@@ -58,6 +72,9 @@ public:
     void add_routes(Router& router);
     // Once the engine and friends exist; then the service is ready. Call once.
     void attach(ServiceDeps deps);
+    // Stops the batch runner (its lines in flight are cancelled and run again after a restart). Call
+    // before the preprocessing pool and the engine stop; idempotent.
+    void stop_batches();
 
 private:
     using WriterPtr = std::shared_ptr<ResponseWriter>;
@@ -70,6 +87,13 @@ private:
     // /v1/responses and /v1/conversations: admission here (I/O thread), the rest on a pool worker.
     void handle_session(HttpRequest& req, const WriterPtr& w);
     void route_session(SessionJob& job);  // pool thread
+    // /v1/files and /v1/batches: admission here (I/O thread), the rest on a pool worker.
+    void handle_batch_api(HttpRequest& req, const WriterPtr& w);
+    // Posts a store request (admitted: key, quota) to the pool, where `route` answers it.
+    void post_store_job(HttpRequest& req, const WriterPtr& w, std::optional<KeyId> key, QuotaLease lease,
+                        std::function<void(SessionJob&)> route);
+    // The BatchRunner's submitter: one batch line through the generation path, on the calling thread.
+    void run_batch_line(Endpoint endpoint, std::string body, const std::string& owner, WriterPtr writer);
 
     // A generation request between its admission (I/O thread) and Engine::submit (pool thread).
     struct PendingGeneration;
@@ -101,6 +125,9 @@ private:
     std::unique_ptr<ResponsesService> responses_;          // set by attach() when sessions are on
     std::unique_ptr<ConversationsService> conversations_;
     std::unique_ptr<ConstrainedDecoding> constrained_;     // set by attach()
+    std::unique_ptr<BatchRunner> batch_runner_;            // set by attach() when the batch store is on
+    std::unique_ptr<FilesService> files_;
+    std::unique_ptr<BatchesService> batches_;
     uint64_t id_salt_;
 };
 

@@ -112,6 +112,7 @@ private:
     void read_header();
     void on_header(error_code ec);
     void read_body();
+    size_t route_body_limit() const;  // of the request whose header parser_ holds
     void on_body(error_code ec);
     void on_read_error(error_code ec);
 
@@ -172,6 +173,7 @@ private:
     std::optional<http::request_parser<http::string_body>> parser_;
     bool background_read_pending_ = false;
     size_t num_bytes_lingered_ = 0;
+    size_t body_limit_ = 0;          // of the request being read: its route's (HttpServerConfig::body_limit_for)
 
     // The request being answered.
     std::shared_ptr<Exchange> exchange_;             // null between requests and once reported
@@ -246,7 +248,9 @@ void Connection::read_header() {
     arm_timer(config_.header_timeout_ms);
     parser_.emplace();
     parser_->header_limit(static_cast<uint32_t>(config_.max_header_bytes));
-    parser_->body_limit(static_cast<uint64_t>(config_.max_body_bytes));
+    // The route's own limit is applied once the request line is known (on_header).
+    parser_->body_limit(static_cast<uint64_t>(config_.largest_body_limit()));
+    body_limit_ = config_.max_body_bytes;
     http::async_read_header(transport_, buffer_, *parser_,
                             [self = shared_from_this()](error_code ec, size_t) { self->on_header(ec); });
 }
@@ -255,8 +259,20 @@ void Connection::on_header(error_code ec) {
     if (phase_ == Phase::kClosed) return;
     if (ec) return on_read_error(ec);
     note_request_head();
+    body_limit_ = route_body_limit();
+    if (auto length = parser_->content_length(); length && *length > body_limit_) {
+        return on_read_error(http::error::body_limit);
+    }
+    parser_->body_limit(static_cast<uint64_t>(body_limit_));  // a chunked body is counted as it comes
     if (parser_->is_done()) return dispatch();
     read_body();
+}
+
+size_t Connection::route_body_limit() const {
+    const auto& head = parser_->get();
+    const std::string_view target(head.target().data(), head.target().size());
+    return config_.body_limit_for(std::string_view(head.method_string().data(), head.method_string().size()),
+                                  target.substr(0, target.find('?')));
 }
 
 void Connection::read_body() {
@@ -284,7 +300,9 @@ void Connection::on_body(error_code ec) {
 
 void Connection::on_read_error(error_code ec) {
     if (ec == http::error::body_limit) {
-        return reply_error(413, "request body exceeds the limit of " + std::to_string(config_.max_body_bytes) + " bytes",
+        // A Content-Length over every limit fails inside the header parse: the request line is known.
+        if (parser_ && !parser_->get().target().empty()) body_limit_ = route_body_limit();
+        return reply_error(413, "request body exceeds the limit of " + std::to_string(body_limit_) + " bytes",
                            "request_too_large");
     }
     if (ec == http::error::header_limit) {

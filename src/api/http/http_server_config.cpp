@@ -2,6 +2,7 @@
 
 #include "api/http/cors.h"
 
+#include <algorithm>
 #include <string>
 
 namespace hichat::api {
@@ -42,11 +43,30 @@ Status HttpServerConfig::validate() const {
         return invalid_argument("HttpServerConfig.shutdown_drain_ms must be >= 0, got " +
                                 std::to_string(shutdown_drain_ms));
     }
+    for (const RouteBodyLimit& r : route_body_limits) {
+        if (r.max_body_bytes == 0 || r.method.empty() || r.path.empty()) {
+            return invalid_argument("HttpServerConfig.route_body_limits: " + r.method + " " + r.path +
+                                    " needs a method, a path and a limit > 0");
+        }
+    }
     for (const std::string& origin : cors.allowed_origins) {
         Status s = check_allowed_origin(origin);
         if (!s.ok()) return invalid_argument("HttpServerConfig.cors.allowed_origins: " + s.message());
     }
     return ok_status();
+}
+
+size_t HttpServerConfig::body_limit_for(std::string_view method, std::string_view path) const {
+    for (const RouteBodyLimit& r : route_body_limits) {
+        if (r.method == method && r.path == path) return r.max_body_bytes;
+    }
+    return max_body_bytes;
+}
+
+size_t HttpServerConfig::largest_body_limit() const {
+    size_t largest = max_body_bytes;
+    for (const RouteBodyLimit& r : route_body_limits) largest = std::max(largest, r.max_body_bytes);
+    return largest;
 }
 
 }  // namespace hichat::api

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "api/http/exchange_record.h"
@@ -18,6 +19,13 @@ struct CorsConfig {
     bool enabled() const { return !allowed_origins.empty(); }
 };
 
+// A route whose bodies may be larger (or must be smaller) than max_body_bytes, such as file uploads.
+struct RouteBodyLimit {
+    std::string method;                      // "POST"
+    std::string path;                        // exact path, e.g. "/v1/files"
+    size_t max_body_bytes = 0;               // > 0
+};
+
 struct HttpServerConfig {
     std::string host = "127.0.0.1";          // address to bind (IPv4 or IPv6 literal)
     int port = 8000;                         // 0: the OS picks a free port (see HttpServer::port())
@@ -27,6 +35,7 @@ struct HttpServerConfig {
     std::string tls_key_file;                // PEM private key
     size_t max_header_bytes = 16 * 1024;     // request line + headers; over: 431 JSON error, close
     size_t max_body_bytes = 8 * 1024 * 1024; // over: 413 JSON error, close
+    std::vector<RouteBodyLimit> route_body_limits;  // these routes' limits replace max_body_bytes
     int header_timeout_ms = 10000;           // from connect (or first byte of a later request) to the
                                              // end of the headers; over: 408 if bytes came, else close
     int body_timeout_ms = 30000;             // from end of headers to end of body; over: 408, close
@@ -37,6 +46,11 @@ struct HttpServerConfig {
     int listen_backlog = 1024;               // pending connections queued by the kernel
     CorsConfig cors;
     ExchangeObserver on_exchange;            // every finished request (see exchange_record.h); may be empty
+
+    // The body limit of a request to `method` `path` (route_body_limits, else max_body_bytes), and the
+    // largest of them all (what the parser allows before it knows the route).
+    size_t body_limit_for(std::string_view method, std::string_view path) const;
+    size_t largest_body_limit() const;
 
     bool tls_enabled() const { return !tls_cert_file.empty() || !tls_key_file.empty(); }
 
