@@ -126,12 +126,14 @@ struct TestReceiver::Impl {
         res.set(http::field::connection, "close");
         if (r.answered != 204) res.body() = "{}";  // a 204 has no body (Beast refuses one)
         res.prepare_payload();
-        http::write(stream, res, ec);
+        // Recorded before the answer leaves, so that whatever the sender does after reading it
+        // happens after the record (tests check the records when the sender reports).
         {
             std::lock_guard lock(mu);
             received.push_back(std::move(r));
         }
         changed.notify_all();
+        http::write(stream, res, ec);
     }
 
     Policy policy;
