@@ -201,7 +201,9 @@ private:
 }  // namespace
 
 Status HttpClientConfig::validate() const {
-    if (connect_timeout_ms <= 0) return invalid_argument("connect_timeout_ms must be positive, got " + std::to_string(connect_timeout_ms));
+    if (connect_timeout_ms <= 0) {
+        return invalid_argument("connect_timeout_ms must be positive, got " + std::to_string(connect_timeout_ms));
+    }
     if (response_timeout_ms <= 0) {
         return invalid_argument("response_timeout_ms must be positive, got " + std::to_string(response_timeout_ms));
     }

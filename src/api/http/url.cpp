@@ -69,6 +69,15 @@ Result<std::string> parse_name_host(std::string_view text, std::string_view host
     return *ipv4;
 }
 
+Result<uint16_t> parse_port(std::string_view text, std::string_view port_text) {
+    if (port_text.size() > 5 || !std::all_of(port_text.begin(), port_text.end(), is_digit)) {
+        return refuse(text, "port '" + std::string(port_text) + "' is not a number in [1, 65535]");
+    }
+    const int port = std::stoi(std::string(port_text));
+    if (port < 1 || port > 65535) return refuse(text, "port " + std::to_string(port) + " is not in [1, 65535]");
+    return static_cast<uint16_t>(port);
+}
+
 }  // namespace
 
 std::string Url::origin() const {
@@ -122,15 +131,12 @@ Result<Url> parse_url(std::string_view text) {
             if (port_text.empty()) return refuse(text, "empty port");
         }
     }
-    if (!port_text.empty()) {
-        if (port_text.size() > 5 || !std::all_of(port_text.begin(), port_text.end(), is_digit)) {
-            return refuse(text, "port '" + std::string(port_text) + "' is not a number in [1, 65535]");
-        }
-        const int port = std::stoi(std::string(port_text));
-        if (port < 1 || port > 65535) return refuse(text, "port " + std::to_string(port) + " is not in [1, 65535]");
-        url.port = static_cast<uint16_t>(port);
-    } else {
+    if (port_text.empty()) {
         url.port = url.tls() ? 443 : 80;
+    } else {
+        auto port = parse_port(text, port_text);
+        if (!port.ok()) return port.status();
+        url.port = *port;
     }
     url.target = target.empty() ? "/" : (target.front() == '?' ? "/" + std::string(target) : std::string(target));
     return url;
