@@ -67,6 +67,9 @@ constexpr FlagSpec kFlags[] = {
     {.name = "priority-targets", .value_name = "P:ITL:TTFT[,...]",
      .help = "targets per priority class, in ms (0: none): requests of priority <= P take the first such class",
      .default_note = "every request takes --target-itl-ms and --target-ttft-ms"},
+    {.name = "max-queue-wait-s", .kind = FlagKind::kNumber, .value_name = "S", .default_value = "0",
+     .help = "refuse new requests (503 with Retry-After) while the requests already waiting are predicted to "
+             "take longer than S seconds to start; 0: no limit", .min = 0, .max = 86400},
     {.name = "max-queue", .kind = FlagKind::kInt, .value_name = "N", .default_value = "1024",
      .help = "requests waiting to start; more get 429", .min = 1, .max = 1 << 20},
     {.name = "kv-cache-mb", .kind = FlagKind::kInt, .value_name = "N", .default_value = "0",
@@ -299,13 +302,16 @@ Result<std::vector<scheduler::PriorityTargets>> parse_priority_targets(const std
     return out;
 }
 
-Status read_latency_targets(const CliArgs& flags, scheduler::SchedulerConfig& s) {
+Status read_latency_targets(const CliArgs& flags, scheduler::SchedulerConfig& s, double& max_queue_wait_ms) {
     auto itl = flags.get_double("target-itl-ms");
     HICHAT_RETURN_IF_ERROR(itl.status());
     auto ttft = flags.get_double("target-ttft-ms");
     HICHAT_RETURN_IF_ERROR(ttft.status());
     s.target_itl_ms = *itl;
     s.target_ttft_ms = *ttft;
+    auto wait_s = flags.get_double("max-queue-wait-s");
+    HICHAT_RETURN_IF_ERROR(wait_s.status());
+    max_queue_wait_ms = *wait_s * 1000.0;
     if (flags.has("priority-targets")) {
         auto classes = parse_priority_targets(flags.get("priority-targets"));
         HICHAT_RETURN_IF_ERROR(classes.status());
@@ -395,7 +401,7 @@ Result<ServeOptions> parse_serve_options(const CliArgs& flags) {
     HICHAT_RETURN_IF_ERROR(ints.status());
     HICHAT_RETURN_IF_ERROR(check_combinations(flags, *ints));
     apply_ints(*ints, o);
-    HICHAT_RETURN_IF_ERROR(read_latency_targets(flags, o.engine.scheduler));
+    HICHAT_RETURN_IF_ERROR(read_latency_targets(flags, o.engine.scheduler, o.engine.max_queue_wait_ms));
     HICHAT_RETURN_IF_ERROR(o.http.validate());
     HICHAT_RETURN_IF_ERROR(o.engine.validate());
     HICHAT_RETURN_IF_ERROR(o.quota.validate());

@@ -1,3 +1,4 @@
+#include "api/engine_admission.h"
 #include "api/openai_service.h"
 
 #include <chrono>
@@ -125,7 +126,7 @@ void OpenAiService::add_routes(Router& router) {
 
 void OpenAiService::handle_health(const HttpRequest&, const WriterPtr& w) {
     if (ready()) {
-        w->send(200, "application/json", R"({"status":"ok"})");
+        w->send(200, "application/json", R"({"status":"ok","load":)" + load_json(deps_.engine->stats()) + "}");
     } else {
         w->send(503, "application/json", R"({"status":"loading"})", {{"Retry-After", "5"}});
     }
@@ -479,7 +480,10 @@ void OpenAiService::submit(PendingGeneration& job, std::vector<engine::Request> 
             return reply_error(job.request, job.writer,
                                {.http_status = 429, .message = "the server is busy: request queue is full",
                                 .type = "rate_limit_error", .code = "queue_full"},
-                               job.key, {{"Retry-After", "1"}});
+                               job.key, {{"Retry-After", std::to_string(deps_.engine->retry_after_s())}});
+        case engine::Engine::Admission::kOverloaded:
+            return reply_error(job.request, job.writer, overloaded_error(*deps_.engine), job.key,
+                               {{"Retry-After", std::to_string(deps_.engine->retry_after_s())}});
         case engine::Engine::Admission::kStopped:
             return reply_error(job.request, job.writer,
                                {.http_status = 503, .message = "the server is shutting down", .type = "server_error"},

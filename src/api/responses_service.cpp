@@ -1,3 +1,4 @@
+#include "api/engine_admission.h"
 #include "api/responses_service.h"
 
 #include <algorithm>
@@ -195,6 +196,8 @@ void ResponsesService::submit(SessionJob& job, std::shared_ptr<Turn> turn) {
         case engine::Engine::Admission::kQueueFull:
             return job.reply_error({.http_status = 429, .message = "the server is busy: request queue is full",
                                     .type = "rate_limit_error", .code = "queue_full"});
+        case engine::Engine::Admission::kOverloaded:
+            return job.reply_error(overloaded_error(*engine), {{"Retry-After", std::to_string(engine->retry_after_s())}});
         case engine::Engine::Admission::kStopped:
             return job.reply_error({.http_status = 503, .message = "the server is shutting down", .type = "server_error"});
     }

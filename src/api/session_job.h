@@ -33,10 +33,10 @@ struct SessionJob {
         if (key) writer->annotate(AccessRecord{.key_id = key});
         writer->send(status, "application/json", body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
     }
-    void reply_error(const ApiError& e) const {
+    void reply_error(const ApiError& e, HeaderList extra = {}) const {
         if (writer->response_started()) return;
         if (key) writer->annotate(AccessRecord{.key_id = key});
-        writer->send(e.http_status, "application/json", e.to_json());
+        writer->send(e.http_status, "application/json", e.to_json(), std::move(extra));
     }
 };
 

@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <optional>
 
@@ -346,10 +347,16 @@ void Engine::Impl::record_step(const scheduler::StepFeatures& features, double i
 
 void Engine::Impl::publish_stats() {
     EngineStats s;
+    scheduler::StepFeatures decodes;
     for (const auto& seq : seqs_) {
-        s.num_waiting += seq->state.status == scheduler::SeqStatus::kWaiting;
-        s.num_running += seq->state.status == scheduler::SeqStatus::kRunning;
+        const scheduler::SeqState& st = seq->state;
+        s.num_waiting += st.status == scheduler::SeqStatus::kWaiting;
+        s.num_running += st.status == scheduler::SeqStatus::kRunning;
+        if (st.status == scheduler::SeqStatus::kWaiting) s.waiting_prompt_tokens += st.num_tokens - st.num_tokens_cached;
+        if (st.status == scheduler::SeqStatus::kRunning) decodes += scheduler::chunk_features(st.num_tokens_cached, 1);
     }
+    s.predicted_wait_ms = scheduler_.predict_prefill_ms(s.waiting_prompt_tokens, decodes);
+    predicted_wait_ms_ = s.predicted_wait_ms;
     s.num_kv_blocks_total = blocks_.num_blocks_total();
     s.num_kv_blocks_used = blocks_.num_blocks_used();
     s.num_kv_blocks_free = blocks_.num_blocks_free();
@@ -378,6 +385,10 @@ Engine::Admission Engine::submit(Request request) { return impl_->submit(std::mo
 Engine::Admission Engine::submit(std::vector<Request> requests) { return impl_->submit(std::move(requests)); }
 void Engine::cancel(RequestId id) { impl_->cancel(id); }
 EngineStats Engine::stats() const { return impl_->stats(); }
+double Engine::predicted_wait_ms() const { return impl_->predicted_wait_ms(); }
+int Engine::retry_after_s() const {
+    return static_cast<int>(std::clamp(std::ceil(impl_->predicted_wait_ms() / 1000.0), 1.0, 3600.0));
+}
 int Engine::max_context_tokens() const { return impl_->max_context_tokens(); }
 const model::ModelConfig& Engine::model_config() const { return impl_->model_config(); }
 void Engine::drain_and_stop() { impl_->drain_and_stop(); }

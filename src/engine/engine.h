@@ -32,6 +32,10 @@ struct EngineConfig {
     // Called on the engine thread after every step (quick: a histogram update); may be empty.
     std::function<void(const StepReport&)> on_step;
     int max_waiting = 1024;                 // queued requests beyond this are refused (429)
+    // Requests are refused (kOverloaded: 503) while the predicted wait of those already waiting, the
+    // time their prompts take to prefill beside the running decodes (the scheduler's cost model),
+    // is above this; 0: no limit.
+    double max_queue_wait_ms = 0;
     int max_model_len = 0;                  // prompt + generation per request; 0: the model's context
     std::vector<std::string> output_deny_list;  // phrases that stop generation (content_filter)
     StepOverlap overlap = StepOverlap::kAuto;   // kOn also with a synchronous runner (tests)
@@ -61,6 +65,10 @@ struct EngineStats {
     // longer than it; sequences whose first token came later than their TTFT target.
     int64_t itl_target_misses = 0;
     int64_t ttft_target_misses = 0;
+    // The load: prompt tokens of the waiting sequences and the predicted time to prefill them beside
+    // the running decodes (0 until the cost model has seen enough steps).
+    int64_t waiting_prompt_tokens = 0;
+    double predicted_wait_ms = 0;
 };
 
 class Engine {
@@ -72,13 +80,18 @@ public:
     Engine(const Engine&) = delete;
     Engine& operator=(const Engine&) = delete;
 
-    enum class Admission { kAccepted, kQueueFull, kStopped };
+    // kOverloaded: the predicted wait is above EngineConfig::max_queue_wait_ms.
+    enum class Admission { kAccepted, kQueueFull, kOverloaded, kStopped };
     // Any thread. The request must fit: prompt + max_tokens <= max_context_tokens().
     Admission submit(Request request);
     // Several requests at once, all or none (the n choices of one API request): they reach the engine
     // thread in the same step, so the cold duplicate hold-back lets one of them compute a shared prompt.
     Admission submit(std::vector<Request> requests);
     void cancel(RequestId id);
+    // The predicted wait of the requests waiting now, ms (EngineStats::predicted_wait_ms); any thread.
+    double predicted_wait_ms() const;
+    // Whole seconds a refused client should wait before trying again: the predicted wait, 1 to 3600.
+    int retry_after_s() const;
     EngineStats stats() const;
     // Longest prompt + generation one request may use (model context and KV pool).
     int max_context_tokens() const;

@@ -45,15 +45,19 @@ public:
     Admission submit(Request request) {
         if (stopping_ || draining_) return Admission::kStopped;
         if (num_waiting_.load() + static_cast<int>(queue_.size()) >= config_.max_waiting) return Admission::kQueueFull;
+        if (overloaded()) return Admission::kOverloaded;
         return queue_.push(std::move(request)) ? Admission::kAccepted : Admission::kQueueFull;
     }
     Admission submit(std::vector<Request> requests) {
         if (stopping_ || draining_) return Admission::kStopped;
         const auto n = static_cast<int>(requests.size());
         if (num_waiting_.load() + static_cast<int>(queue_.size()) + n > config_.max_waiting) return Admission::kQueueFull;
+        if (overloaded()) return Admission::kOverloaded;
         return queue_.push_all(requests) ? Admission::kAccepted : Admission::kQueueFull;
     }
     void cancel(RequestId id) { queue_.cancel(id); }
+    bool overloaded() const { return config_.max_queue_wait_ms > 0 && predicted_wait_ms_.load() > config_.max_queue_wait_ms; }
+    double predicted_wait_ms() const { return predicted_wait_ms_.load(); }
     EngineStats stats() const {
         std::lock_guard<std::mutex> lock(stats_mu_);
         return stats_;
@@ -133,6 +137,7 @@ private:
     std::thread thread_;
     std::atomic<bool> stopping_{false}, draining_{false};
     std::atomic<int> num_waiting_{0};
+    std::atomic<double> predicted_wait_ms_{0};
     const bool overlap_;
 
     // Engine thread only.

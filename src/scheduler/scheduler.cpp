@@ -107,6 +107,15 @@ void Scheduler::schedule_running(std::vector<SeqState*>& running, StepPlan& plan
     }
 }
 
+double Scheduler::predict_prefill_ms(int64_t waiting_tokens, const StepFeatures& decodes) const {
+    if (!cost_.ready() || waiting_tokens <= 0) return 0;
+    const int64_t budget = std::max(1, config_.max_num_tokens_per_step);
+    const int64_t steps = (waiting_tokens + budget - 1) / budget;
+    StepFeatures step = decodes;
+    step.prefill_tokens += static_cast<double>(std::min(waiting_tokens, budget));
+    return static_cast<double>(steps) * cost_.predict_ms(step);
+}
+
 bool Scheduler::targets_on() const {
     return config_.target_itl_ms > 0 || config_.target_ttft_ms > 0 || !config_.priority_targets.empty();
 }

@@ -79,6 +79,9 @@ public:
     const StepCostModel& cost_model() const { return cost_; }
     // The ITL and TTFT targets of a sequence's class (0: none).
     PriorityTargets targets_of(const SeqState& s) const;
+    // The predicted time until `waiting_tokens` prompt tokens have been prefilled beside `decodes`,
+    // in steps of the full token budget; 0 until the cost model is ready (no prediction).
+    double predict_prefill_ms(int64_t waiting_tokens, const StepFeatures& decodes) const;
 
 private:
     // What this step holds so far, for the latency targets.

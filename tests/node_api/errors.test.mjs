@@ -65,6 +65,16 @@ for (const [name, path, body, status, param] of cases) {
   });
 }
 
+test('/health reports the load', async () => {
+  const res = await fetch(`${server.url}/health`);
+  assert.equal(res.status, 200);
+  const body = await res.json();
+  assert.equal(body.status, 'ok');
+  for (const k of ['requests_waiting', 'requests_running', 'waiting_prompt_tokens', 'kv_blocks_free', 'kv_blocks_total',
+    'predicted_wait_ms']) assert.equal(typeof body.load[k], 'number', k);
+  assert.ok(body.load.kv_blocks_total > 0);
+});
+
 test('invalid UTF-8 in a message -> 400 naming the field', async () => {
   const head = Buffer.from('{"messages":[{"role":"user","content":"ok"},{"role":"user","content":"bad \xff\xfe here"}]}', 'latin1');
   const res = await fetch(`${server.url}/v1/chat/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: head });
