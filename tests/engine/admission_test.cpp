@@ -82,9 +82,9 @@ TEST_F(AdmissionTest, NoLimitMeansTheQueueBoundAlone) {
     auto engine = make_engine(/*max_queue_wait_ms=*/0);
     warm_up(*engine);
     std::vector<std::shared_ptr<CollectingSink>> sinks;
-    for (int i = 0; i < 8; ++i) {
+    for (int i = 0; i < 12; ++i) {   // as above: long enough a wait for the poll to see
         sinks.push_back(std::make_shared<CollectingSink>());
-        ASSERT_EQ(engine->submit(request(300, 10, sinks.back())), Engine::Admission::kAccepted) << i;
+        ASSERT_EQ(engine->submit(request(300, 400, sinks.back())), Engine::Admission::kAccepted) << i;
     }
     ASSERT_TRUE(wait_for_stats(*engine, [](const EngineStats& s) { return s.predicted_wait_ms > 0; }));
     auto more = std::make_shared<CollectingSink>();
