@@ -1,14 +1,17 @@
 // WebhookSender: delivers events (batch completed, background response finished, ...) as signed
 // Standard Webhooks POSTs, at least once, retried with exponential backoff.
 //
-// Proposed flags (read by `hichat serve` only, style rule 11; not wired yet, see webhook_flags.h):
+// Flags (read by `hichat serve` only, style rule 11; parsed by webhook_flags.h; the server sends the
+// Batch API's batch.completed / batch.failed / batch.cancelled / batch.expired events):
 //   --webhook-url URL            a target for every event (repeatable); http:// or https://
 //   --webhook-secret-file PATH   "whsec_<base64>" secret (or the environment's HICHAT_WEBHOOK_SECRET)
 //   --webhook-allow HOST[,HOST]  the only hosts a webhook may go to: exact names, "*.example.com",
 //                                IP literals. A target outside it is a start-up error; one given
 //                                with an event is refused and never contacted
 //   --webhook-max-attempts N     attempts per delivery before it is given up (default 12)
+//   --webhook-retry-base-ms MS   delay before the first retry, doubling after each (default 5000)
 //   --webhook-state-db PATH      SQLite file of pending deliveries, resumed after a restart
+//                                (serve's default: <session db>-webhooks.db beside it)
 //
 // A delivery is one (event, target URL). Its body and webhook-id ("msg_" + 32 hex digits) are
 // fixed when the event is enqueued and the same on every attempt, also after a restart when a state
