@@ -23,8 +23,9 @@
 // Threads: enqueue(), enqueue_to() and num_pending() from any thread; they never wait on the
 // network or the disk. One worker thread runs an Asio io_context with every delivery, timer and
 // state-db write; the observer runs there. Ownership: owned by the server; destroying it stops the
-// worker at once: attempts in flight are abandoned, and deliveries not finished stay in the state
-// db (without one they are lost, and the count is logged).
+// worker once the events enqueued before it are in the state db: attempts in flight are abandoned,
+// and deliveries not finished stay in the state db (without one they are lost, and the count is
+// logged).
 #pragma once
 
 #include <functional>
