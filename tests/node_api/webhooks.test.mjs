@@ -2,7 +2,8 @@
 // receiver that checks every request's Standard Webhooks signature with node:crypto. The receiver fails
 // the first two deliveries (500) and accepts the rest: the event comes three times with one webhook-id
 // and one body, backing off, and is accepted once; later events are accepted once each; a cancelled
-// batch sends batch.cancelled. A --webhook-url whose host is not in --webhook-allow stops the server
+// batch sends batch.cancelled; an event not yet accepted when the server stops is sent by the next
+// server on the same session database, with the same id and body. A --webhook-url whose host is not in --webhook-allow stops the server
 // at start with one line, and the receiver on that URL's port sees no connection.
 //
 // Nothing here waits for time to pass: progress is polled (batches.retrieve, the receiver's log) up to
@@ -41,9 +42,9 @@ function signatureValid(id, timestamp, body, header) {
   });
 }
 
-// A receiver on 127.0.0.1: records every request; a bad signature gets 401, the first `numFailures`
-// good ones 500, the others 200.
-async function startReceiver(numFailures = 0) {
+// A receiver on 127.0.0.1: records every request; a bad signature gets 401, a good one
+// statusOf(number of good ones before it).
+async function startReceiver(statusOf = () => 200) {
   const r = { requests: [], numConnections: 0 };
   const httpServer = http.createServer((req, res) => {
     const chunks = [];
@@ -53,7 +54,7 @@ async function startReceiver(numFailures = 0) {
       const h = req.headers;
       const valid = signatureValid(h['webhook-id'], h['webhook-timestamp'], body, h['webhook-signature']);
       const numGood = r.requests.filter((d) => d.valid).length;
-      const status = !valid ? 401 : numGood < numFailures ? 500 : 200;
+      const status = !valid ? 401 : statusOf(numGood);
       r.requests.push({ at_ms: performance.now(), method: req.method, path: req.url, contentType: h['content-type'],
         id: h['webhook-id'], timestamp: h['webhook-timestamp'], signature: h['webhook-signature'], body, valid, status });
       res.writeHead(status, { 'content-type': 'text/plain' }).end(status === 200 ? 'ok' : 'not now');
@@ -122,7 +123,7 @@ function checkRequest(d, type, batchId) {
 
 before(async () => {
   modelDir = makeModelDir();
-  receiver = await startReceiver(2);
+  receiver = await startReceiver((numGood) => (numGood < 2 ? 500 : 200));
   server = await startServer(modelDir, ['--session-db', path.join(dir, 'sessions.db'), '--batch-concurrency', '1',
     '--webhook-url', receiver.url, '--webhook-allow', '127.0.0.1', '--webhook-secret-file', secretFile,
     '--webhook-retry-base-ms', String(RETRY_BASE_MS)]);
@@ -188,6 +189,37 @@ test('a cancelled batch sends batch.cancelled, once', async () => {
   const ids = new Set(receiver.requests.map((d) => d.id));
   for (const id of ids) assert.equal(receiver.accepted(id).length, 1, id);
   assert.equal(receiver.requests.length, ids.size + 2);
+});
+
+test('an event pending at shutdown is delivered by the restarted server with the same id and body', async () => {
+  let open = false;
+  const down = await startReceiver(() => (open ? 200 : 503));
+  const args = ['--session-db', path.join(dir, 'restart.db'), '--webhook-url', down.url, '--webhook-allow', '127.0.0.1',
+    '--webhook-secret-file', secretFile, '--webhook-retry-base-ms', String(RETRY_BASE_MS)];
+  let first = await startServer(modelDir, args), second;
+  try {
+    const c = new OpenAI({ baseURL: `${first.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+    const file = await c.files.create({ file: await toFile(Buffer.from(chatLine('r') + '\n'), 'r.jsonl'), purpose: 'batch' });
+    const batch = await c.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' });
+    const id = await until('two refused attempts', () => down.idFor(batch.id) !== undefined && down.requests.length >= 2 &&
+      down.requests[0].id);
+    assert.equal(await first.stop(), 0);
+    assert.match(first.stderr(), /1 webhook deliveries pending in .*restart-webhooks\.db, resumed at the next start/);
+    const before = down.requests.length;
+    open = true;
+    second = await startServer(modelDir, args);
+    await until('the resumed delivery to be accepted', () => down.accepted(id).length > 0);
+    const attempts = down.of(id);
+    assert.equal(attempts.length, down.requests.length, 'one event only');
+    assert.ok(attempts.length > before);
+    assert.deepEqual(attempts.map((d) => d.status), [...Array(attempts.length - 1).fill(503), 200]);
+    for (const d of attempts) checkRequest(d, 'batch.completed', batch.id);
+    assert.equal(new Set(attempts.map((d) => d.body)).size, 1, 'the same body before and after the restart');
+  } finally {
+    if (first) await first.stop();
+    if (second) assert.equal(await second.stop(), 0);
+    await down.close();
+  }
 });
 
 test('a --webhook-url outside --webhook-allow: refused at start in one line, the target never contacted', async () => {
