@@ -6,6 +6,9 @@
 #include <fstream>
 #include <iterator>
 #include <optional>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
 
 #include "api/telemetry/access_log.h"
 #include "api/policy/api_key_store.h"
@@ -16,6 +19,7 @@
 #include "api/http/http_server.h"
 #include "api/openai_service.h"
 #include "api/preprocess_pool.h"
+#include "api/webhooks/webhook_sender.h"
 #include "executor/runner_factory.h"
 #include "model/checkpoint.h"
 #include "model_files.h"
@@ -51,6 +55,7 @@ struct Frontend {
     api::Metrics metrics;
     std::unique_ptr<api::AccessLog> access_log;
     api::DenyList deny_list;
+    std::unique_ptr<api::webhooks::WebhookSender> webhooks;  // null without --webhook-url
 };
 
 struct LoadedModel {
@@ -100,6 +105,19 @@ Status open_batch_store(const ServeOptions& o, Frontend& f) {
     return ok_status();
 }
 
+// The webhook sender (--webhook-url), started before the server listens so that a state db it
+// cannot open is one error line; its worker resumes the deliveries that db holds.
+Status start_webhooks(const ServeOptions& o, Frontend& f) {
+    if (o.webhooks.target_urls.empty()) return ok_status();
+    auto sender = api::webhooks::WebhookSender::start(o.webhooks);
+    HICHAT_RETURN_IF_ERROR(sender.status());
+    f.webhooks = std::move(sender).value();
+    std::fprintf(stderr, "hichat serve: webhooks: batch events to %zu URL(s), pending deliveries %s%s\n",
+                 o.webhooks.target_urls.size(), o.webhooks.state_db_path.empty() ? "in memory" : "in ",
+                 o.webhooks.state_db_path.c_str());
+    return ok_status();
+}
+
 // A key file without keys or a deny list without phrases would leave the server open or unfiltered
 // while the flag says otherwise: both are refused by name.
 Status build_frontend(const ServeOptions& o, Frontend& f) {
@@ -125,6 +143,7 @@ Status build_frontend(const ServeOptions& o, Frontend& f) {
     f.sessions = std::move(sessions).value();
     f.session_writer = std::make_unique<api::SerialWorker>();
     HICHAT_RETURN_IF_ERROR(open_batch_store(o, f));
+    HICHAT_RETURN_IF_ERROR(start_webhooks(o, f));
     if (!o.deny_list_file.empty()) {
         auto deny = api::DenyList::load(o.deny_list_file);
         HICHAT_RETURN_IF_ERROR(deny.status());
@@ -201,6 +220,33 @@ Status start_engine(const ServeOptions& o, Frontend& f, LoadedModel& m) {
     return ok_status();
 }
 
+// OpenAI's webhook event type of a finished batch; "" for a state that is not final.
+std::string_view batch_event_type(session::BatchStatus status) {
+    switch (status) {
+        case session::BatchStatus::kCompleted: return "batch.completed";
+        case session::BatchStatus::kFailed: return "batch.failed";
+        case session::BatchStatus::kCancelled: return "batch.cancelled";
+        case session::BatchStatus::kExpired: return "batch.expired";
+        default: return "";
+    }
+}
+
+// The batch runner's hook (its thread): one log line and, with webhooks on, the batch's event with
+// data {"id": <batch id>} to every --webhook-url. enqueue never waits on the network or the disk.
+void on_batch_finished(api::webhooks::WebhookSender* webhooks, const session::StoredBatch& b) {
+    std::string webhook;
+    const std::string_view type = batch_event_type(b.status);
+    if (webhooks != nullptr && !type.empty()) {
+        auto id = webhooks->enqueue(type, nlohmann::json{{"id", b.id}}.dump());
+        webhook = id.ok() ? "; webhook " + std::string(type) + " " + *id : "; webhook not sent: " + id.status().message();
+    }
+    std::fprintf(stderr, "hichat serve: batch %s %s: %lld of %lld lines answered, %lld failed%s\n", b.id.c_str(),
+                 std::string(session::batch_status_name(b.status)).c_str(),
+                 static_cast<long long>(b.num_requests_completed + b.num_requests_failed),
+                 static_cast<long long>(b.num_requests_total), static_cast<long long>(b.num_requests_failed),
+                 webhook.c_str());
+}
+
 api::ServiceDeps service_deps(const ServeOptions& o, Frontend& f, LoadedModel& m) {
     return {.engine = m.engine.get(),
             .preprocess = m.preprocess.get(),
@@ -218,12 +264,8 @@ api::ServiceDeps service_deps(const ServeOptions& o, Frontend& f, LoadedModel& m
                         .folder = f.files ? &*f.files : nullptr,
                         .max_file_bytes = o.max_file_bytes,
                         .runner = {.max_lines_in_flight = o.batch_lines_in_flight,
-                                   .on_batch_finished = [](const session::StoredBatch& b) {
-                                       std::fprintf(stderr, "hichat serve: batch %s %s: %lld of %lld lines answered, %lld failed\n",
-                                                    b.id.c_str(), std::string(session::batch_status_name(b.status)).c_str(),
-                                                    static_cast<long long>(b.num_requests_completed + b.num_requests_failed),
-                                                    static_cast<long long>(b.num_requests_total),
-                                                    static_cast<long long>(b.num_requests_failed));
+                                   .on_batch_finished = [webhooks = f.webhooks.get()](const session::StoredBatch& b) {
+                                       on_batch_finished(webhooks, b);
                                    }}}};
 }
 
@@ -253,6 +295,18 @@ void wire_engine_gauges(Frontend& f, engine::Engine& e, const api::PreprocessPoo
                                  .itl_target_misses = s.itl_target_misses,
                                  .ttft_target_misses = s.ttft_target_misses};
     });
+}
+
+// Attempts in flight are abandoned; what is not delivered stays in the state db for the next start
+// (without one, the sender logs how many are dropped).
+void stop_webhooks(const ServeOptions& o, Frontend& f) {
+    if (!f.webhooks) return;
+    const size_t num_pending = f.webhooks->num_pending();
+    if (num_pending > 0 && !o.webhooks.state_db_path.empty()) {
+        std::fprintf(stderr, "hichat serve: %zu webhook deliveries pending in %s, resumed at the next start\n",
+                     num_pending, o.webhooks.state_db_path.c_str());
+    }
+    f.webhooks.reset();
 }
 
 int fail(const Status& s) {
@@ -302,6 +356,7 @@ int serve_main(const CliArgs& flags) {
     // Every connection is closed now: queued preprocessing tasks have no one to answer and are
     // dropped; running ones finish (and may still submit) before the engine goes.
     service.stop_batches();  // its lines in flight are cancelled and run again at the next start
+    stop_webhooks(*opts, front);  // after the runner: no event comes after it
     model.preprocess->stop();
     model.engine.reset();  // cancels what is left
     if (front.session_writer) front.session_writer->stop();  // stores the turns that finished, before the store closes

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "api/http/cors.h"
+#include "api/webhooks/webhook_flags.h"
 #include "default_model.h"
 
 namespace hichat::tools {
@@ -107,6 +108,23 @@ constexpr FlagSpec kFlags[] = {
     {.name = "batch-concurrency", .kind = FlagKind::kInt, .value_name = "N", .default_value = "4",
      .help = "batch lines (/v1/batches) in the engine at once; they run at the least urgent priority", .min = 1,
      .max = 4096},
+    {.name = "webhook-url", .kind = FlagKind::kRepeated, .value_name = "URL",
+     .help = "POST a signed Standard Webhooks event to URL when a batch finishes (batch.completed, batch.failed, "
+             "batch.cancelled, batch.expired); its host must be in --webhook-allow", .default_note = "no webhooks"},
+    {.name = "webhook-allow", .kind = FlagKind::kRepeated, .value_name = "HOST[,HOST]",
+     .help = "the only hosts webhooks may go to: exact names, *.example.com, IP literals"},
+    {.name = "webhook-secret-file", .value_name = "FILE",
+     .help = "the webhook signing secret (whsec_<base64 of 24-64 bytes>), first line of FILE",
+     .default_note = "the HICHAT_WEBHOOK_SECRET environment variable"},
+    {.name = "webhook-max-attempts", .kind = FlagKind::kInt, .value_name = "N",
+     .help = "attempts per webhook delivery (the first included) before it is given up", .min = 1, .max = 100,
+     .default_note = "12"},
+    {.name = "webhook-retry-base-ms", .kind = FlagKind::kInt, .value_name = "MS",
+     .help = "delay before a webhook's first retry, doubled after each (at most 1 h)", .min = 1, .max = 3'600'000,
+     .default_note = "5000"},
+    {.name = "webhook-state-db", .value_name = "PATH",
+     .help = "SQLite file of webhook deliveries not yet accepted, resumed at the next start",
+     .default_note = "beside the session database: <name>-webhooks.db (with --session-db :memory:, kept in memory)"},
     {.name = "device", .value_name = "auto|cpu|cuda", .default_value = "auto",
      .help = "where the model runs; auto: CUDA when a device is present"},
     {.name = "quantization", .value_name = "none|fp8|int8|q4", .default_value = "none",
@@ -320,6 +338,36 @@ Status read_latency_targets(const CliArgs& flags, scheduler::SchedulerConfig& s,
     return ok_status();
 }
 
+// The webhook flags (all or none with --webhook-url); the state db defaults to <session db>-webhooks.db
+// beside the session database, or to memory with a :memory: one.
+Status read_webhook_flags(const CliArgs& flags, ServeOptions& o) {
+    api::webhooks::WebhookFlagValues v;
+    v.urls = flags.get_all("webhook-url");
+    v.allow = flags.get_all("webhook-allow");
+    v.secret_file = flags.get("webhook-secret-file");
+    const char* secret_env = std::getenv("HICHAT_WEBHOOK_SECRET");
+    if (secret_env != nullptr) v.secret_env = secret_env;
+    v.state_db = flags.get("webhook-state-db");
+    if (flags.has("webhook-max-attempts")) {
+        auto n = flags.get_int("webhook-max-attempts");
+        HICHAT_RETURN_IF_ERROR(n.status());
+        v.max_attempts = static_cast<int>(*n);
+    }
+    if (flags.has("webhook-retry-base-ms")) {
+        auto ms = flags.get_int("webhook-retry-base-ms");
+        HICHAT_RETURN_IF_ERROR(ms.status());
+        v.retry_base_ms = *ms;
+    }
+    auto config = api::webhooks::parse_webhook_flags(v);
+    HICHAT_RETURN_IF_ERROR(config.status());
+    o.webhooks = std::move(config).value();
+    if (!o.webhooks.target_urls.empty() && v.state_db.empty() && o.sessions.path != ":memory:") {
+        const std::filesystem::path db(o.sessions.path);
+        o.webhooks.state_db_path = (db.parent_path() / (db.stem().string() + "-webhooks.db")).string();
+    }
+    return ok_status();
+}
+
 // $XDG_DATA_HOME/hichat/sessions.db, else $HOME/.local/share/hichat/sessions.db; "" when neither is set.
 std::string default_session_db() {
     const char* xdg = std::getenv("XDG_DATA_HOME");
@@ -402,6 +450,7 @@ Result<ServeOptions> parse_serve_options(const CliArgs& flags) {
     HICHAT_RETURN_IF_ERROR(check_combinations(flags, *ints));
     apply_ints(*ints, o);
     HICHAT_RETURN_IF_ERROR(read_latency_targets(flags, o.engine.scheduler, o.engine.max_queue_wait_ms));
+    HICHAT_RETURN_IF_ERROR(read_webhook_flags(flags, o));
     HICHAT_RETURN_IF_ERROR(o.http.validate());
     HICHAT_RETURN_IF_ERROR(o.engine.validate());
     HICHAT_RETURN_IF_ERROR(o.quota.validate());

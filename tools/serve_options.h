@@ -7,6 +7,7 @@
 
 #include "api/policy/quota_config.h"
 #include "api/http/http_server_config.h"
+#include "api/webhooks/webhook_config.h"
 #include "base/status.h"
 #include "cli_args.h"
 #include "engine/engine.h"
@@ -43,6 +44,9 @@ struct ServeOptions {
     std::string files_dir;                 // --files-dir
     int64_t max_file_bytes = int64_t{100} << 20;  // --max-file-mb
     int batch_lines_in_flight = 4;         // --batch-concurrency
+    // Batch events as signed webhooks (--webhook-*); no target URL: webhooks off, no sender started.
+    // state_db_path defaults to <session db>-webhooks.db beside the session database ("" with :memory:).
+    api::webhooks::WebhookConfig webhooks;
 };
 
 // How `hichat serve` splits the cores when --threads / --io-threads are not given: the I/O threads

@@ -136,11 +136,14 @@ TEST(WebhookFlags, BuildsAValidatedConfig) {
                                        .allow = {"hooks.example.com,*.internal.example", "10.0.0.1"},
                                        .secret_file = secret_file,
                                        .state_db = dir.path() + "/webhooks.db",
-                                       .max_attempts = 3});
+                                       .max_attempts = 3,
+                                       .retry_base_ms = 50});
     ASSERT_TRUE(config.ok()) << config.status().message();
     EXPECT_EQ(config->secret, kSecret);
     EXPECT_EQ(config->allowed_hosts, (std::vector<std::string>{"hooks.example.com", "*.internal.example", "10.0.0.1"}));
     EXPECT_EQ(config->retry.max_attempts, 3);
+    EXPECT_EQ(config->retry.backoff_base_ms, 50);
+    EXPECT_EQ(config->retry.backoff_cap_ms, RetryPolicy{}.backoff_cap_ms);
     EXPECT_EQ(config->state_db_path, dir.path() + "/webhooks.db");
     EXPECT_TRUE(parse_webhook_flags({}).value().target_urls.empty());  // webhooks off
 }
@@ -157,7 +160,11 @@ TEST(WebhookFlags, ErrorsNameTheFlag) {
          "--webhook-allow"},
         {{.urls = {"https://hooks.example.com/a"}, .allow = {"other.example.com"}, .secret_env = kSecret},
          "is not in --webhook-allow"},
-        {{.allow = {"hooks.example.com"}}, "--webhook-url"},
+        {{.allow = {"hooks.example.com"}}, "--webhook-allow has no effect without --webhook-url"},
+        {{.retry_base_ms = 50}, "--webhook-retry-base-ms has no effect without --webhook-url"},
+        {{.urls = {"https://hooks.example.com/a"}, .allow = {"hooks.example.com"}, .secret_env = kSecret,
+          .retry_base_ms = -1},
+         "--webhook-retry-base-ms"},
     };
     for (const auto& [flags, needle] : cases) {
         auto config = parse_webhook_flags(flags);

@@ -289,6 +289,33 @@ TEST(WebhookSender, RestartResumesPendingDeliveriesWithTheSameId) {
     EXPECT_EQ(third->num_pending(), 0u);
 }
 
+// A sender stopped right after enqueue() returned still has the event in its state db (serve stops it
+// right after the batch runner, whose last event may be that young), and the next sender delivers it.
+TEST(WebhookSender, EventEnqueuedJustBeforeStopIsResumed) {
+    TempDir dir;
+    const int port = unused_port();
+    WebhookConfig config = fast_config({"http://127.0.0.1:" + std::to_string(port) + "/hook"});
+    config.state_db_path = dir.path() + "/webhooks.db";
+    std::string id;
+    {
+        auto sender = WebhookSender::start(config);
+        ASSERT_TRUE(sender.ok()) << sender.status().message();
+        auto enqueued = (*sender)->enqueue("batch.completed", R"({"id": "batch_last"})");
+        ASSERT_TRUE(enqueued.ok());
+        id = *enqueued;
+    }
+    auto receiver = TestReceiver::start(accept_all, test_signer(), port);
+    ASSERT_NE(receiver, nullptr);
+    ReportLog log;
+    auto sender = start_or_fail(config, log);
+    ASSERT_NE(sender, nullptr);
+    ASSERT_TRUE(log.wait_for_finals(1));
+    EXPECT_EQ(log.finals()[0].state, DeliveryState::kDelivered);
+    const auto requests = receiver->requests();
+    ASSERT_EQ(requests.size(), 1u);
+    EXPECT_EQ(requests[0].id, id);
+}
+
 TEST(WebhookSender, RefusesAStateDbOfAnotherProgram) {
     TempDir dir;
     const std::string path = dir.write("not_a_db", "this is not SQLite, just text that is long enough to matter\n");

@@ -3,6 +3,7 @@
 // "signal ...: draining" line), and a flag that would do nothing is refused by name.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -112,6 +113,35 @@ TEST_F(ServeStartupTest, FlagsThatWouldDoNothingAreRefusedByName) {
     expect_refused("--gpu-memory-fraction 0.5", {"--gpu-memory-fraction", "CPU"});
     expect_refused("--device cuda", {"--device cuda", "no CUDA device"});
 #endif
+}
+
+TEST_F(ServeStartupTest, BadWebhookFlagsAreRefusedByName) {
+    unsetenv("HICHAT_WEBHOOK_SECRET");  // the other source of the secret; set below only
+    const std::string secret = (dir_ / "secret").string();
+    std::ofstream(secret) << "whsec_" << std::string(32, 'A') << "\n";  // 24 key bytes
+    const std::string url = " --webhook-url http://127.0.0.1:9/hook ";
+    const std::string good = url + "--webhook-allow 127.0.0.1 --webhook-secret-file " + secret;
+    expect_refused("--webhook-allow 127.0.0.1", {"--webhook-allow", "no effect without --webhook-url"});
+    expect_refused("--webhook-retry-base-ms 50", {"--webhook-retry-base-ms", "--webhook-url"});
+    expect_refused("--webhook-secret-file " + secret, {"--webhook-secret-file", "--webhook-url"});
+    expect_refused("--webhook-url http://localhost:9/hook --webhook-allow 127.0.0.1 --webhook-secret-file " + secret,
+                   {"--webhook-url", "'localhost'", "is not in --webhook-allow"});
+    expect_refused(url + "--webhook-secret-file " + secret, {"'127.0.0.1'", "--webhook-allow"});
+    expect_refused(url + "--webhook-allow 127.0.0.1", {"--webhook-url", "--webhook-secret-file"});
+    expect_refused(url + "--webhook-allow 127.0.0.1 --webhook-secret-file " + (dir_ / "no-secret").string(),
+                   {"--webhook-secret-file", "no-secret"});
+    std::ofstream(dir_ / "short") << "whsec_c2hvcnQ=\n";
+    expect_refused(url + "--webhook-allow 127.0.0.1 --webhook-secret-file " + (dir_ / "short").string(),
+                   {"--webhook-secret-file"});
+    expect_refused(url + "--webhook-allow 127.0.0.1, --webhook-secret-file " + secret, {"--webhook-allow", "empty"});
+    expect_refused(good + " --webhook-retry-base-ms 0", {"--webhook-retry-base-ms"});
+    expect_refused(good + " --webhook-max-attempts 0", {"--webhook-max-attempts"});
+    setenv("HICHAT_WEBHOOK_SECRET", ("whsec_" + std::string(32, 'B')).c_str(), 1);
+    expect_refused(good, {"--webhook-secret-file", "HICHAT_WEBHOOK_SECRET", "both"});
+    unsetenv("HICHAT_WEBHOOK_SECRET");
+    // The state db is opened before the server listens: one line too.
+    expect_refused(good + " --session-db :memory: --webhook-state-db /proc/hichat-no/w.db",
+                   {"--webhook-state-db", "/proc/hichat-no/w.db"});
 }
 
 TEST_F(ServeStartupTest, BadLatencyTargetsAreRefusedByName) {

@@ -1,6 +1,8 @@
 #include "api/webhooks/webhook_flags.h"
 
+#include <algorithm>
 #include <fstream>
+#include <utility>
 #include <sstream>
 
 namespace hichat::api::webhooks {
@@ -29,10 +31,15 @@ Result<std::string> read_secret_file(const std::string& path) {
 
 Result<WebhookConfig> parse_webhook_flags(const WebhookFlagValues& flags) {
     WebhookConfig config;
-    const bool other_flags = !flags.allow.empty() || !flags.secret_file.empty() || !flags.state_db.empty() ||
-                             flags.max_attempts != 0;
     if (flags.urls.empty()) {
-        if (other_flags) return invalid_argument("webhook flags without --webhook-url would have no effect");
+        const std::pair<bool, const char*> others[] = {{!flags.allow.empty(), "--webhook-allow"},
+                                                       {!flags.secret_file.empty(), "--webhook-secret-file"},
+                                                       {!flags.state_db.empty(), "--webhook-state-db"},
+                                                       {flags.max_attempts != 0, "--webhook-max-attempts"},
+                                                       {flags.retry_base_ms != 0, "--webhook-retry-base-ms"}};
+        for (const auto& [given, name] : others) {
+            if (given) return invalid_argument(std::string(name) + " has no effect without --webhook-url");
+        }
         return config;
     }
     config.target_urls = flags.urls;
@@ -57,6 +64,14 @@ Result<WebhookConfig> parse_webhook_flags(const WebhookFlagValues& flags) {
     }
     config.state_db_path = flags.state_db;
     if (flags.max_attempts != 0) config.retry.max_attempts = flags.max_attempts;
+    if (flags.retry_base_ms != 0) {
+        if (flags.retry_base_ms < 1) {
+            return invalid_argument("--webhook-retry-base-ms must be at least 1, got " + std::to_string(flags.retry_base_ms));
+        }
+        config.retry.backoff_base_ms = flags.retry_base_ms;
+        // A base above the default cap raises the cap with it: the first retry waits what was asked.
+        config.retry.backoff_cap_ms = std::max(config.retry.backoff_cap_ms, flags.retry_base_ms);
+    }
     HICHAT_RETURN_IF_ERROR(config.validate());
     return config;
 }

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <deque>
+#include <future>
 #include <random>
 #include <thread>
 
@@ -30,6 +31,7 @@ namespace {
 namespace asio = boost::asio;
 
 constexpr int kMaxConcurrentAttempts = 16;  // connections the sender holds open at once
+constexpr int kStopWaitS = 10;              // the destructor's wait for enqueued events to be added
 
 spdlog::logger& logger() {
     // stderr, where `hichat serve` writes its other messages; not registered, so tests may make several.
@@ -193,6 +195,13 @@ void WebhookSender::Impl::report(const Delivery& d, DeliveryState state, int htt
 WebhookSender::WebhookSender(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 WebhookSender::~WebhookSender() {
+    // The events enqueued before this are added (written to the state db) first: enqueue() posts from
+    // other threads into io's one FIFO queue, so a barrier posted now runs after their add(). Bounded,
+    // as a state-db write may wait on a lock (busy_timeout).
+    auto barrier = std::make_shared<std::promise<void>>();
+    std::future<void> added = barrier->get_future();
+    asio::post(impl_->io, [barrier] { barrier->set_value(); });
+    added.wait_for(std::chrono::seconds(kStopWaitS));
     impl_->io.stop();
     if (impl_->worker.joinable()) impl_->worker.join();
     const size_t left = impl_->num_pending.load();

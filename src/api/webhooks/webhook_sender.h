@@ -1,14 +1,17 @@
 // WebhookSender: delivers events (batch completed, background response finished, ...) as signed
 // Standard Webhooks POSTs, at least once, retried with exponential backoff.
 //
-// Proposed flags (read by `hichat serve` only, style rule 11; not wired yet, see webhook_flags.h):
+// Flags (read by `hichat serve` only, style rule 11; parsed by webhook_flags.h; the server sends the
+// Batch API's batch.completed / batch.failed / batch.cancelled / batch.expired events):
 //   --webhook-url URL            a target for every event (repeatable); http:// or https://
 //   --webhook-secret-file PATH   "whsec_<base64>" secret (or the environment's HICHAT_WEBHOOK_SECRET)
 //   --webhook-allow HOST[,HOST]  the only hosts a webhook may go to: exact names, "*.example.com",
 //                                IP literals. A target outside it is a start-up error; one given
 //                                with an event is refused and never contacted
 //   --webhook-max-attempts N     attempts per delivery before it is given up (default 12)
+//   --webhook-retry-base-ms MS   delay before the first retry, doubling after each (default 5000)
 //   --webhook-state-db PATH      SQLite file of pending deliveries, resumed after a restart
+//                                (serve's default: <session db>-webhooks.db beside it)
 //
 // A delivery is one (event, target URL). Its body and webhook-id ("msg_" + 32 hex digits) are
 // fixed when the event is enqueued and the same on every attempt, also after a restart when a state
@@ -20,8 +23,9 @@
 // Threads: enqueue(), enqueue_to() and num_pending() from any thread; they never wait on the
 // network or the disk. One worker thread runs an Asio io_context with every delivery, timer and
 // state-db write; the observer runs there. Ownership: owned by the server; destroying it stops the
-// worker at once: attempts in flight are abandoned, and deliveries not finished stay in the state
-// db (without one they are lost, and the count is logged).
+// worker once the events enqueued before it are in the state db: attempts in flight are abandoned,
+// and deliveries not finished stay in the state db (without one they are lost, and the count is
+// logged).
 #pragma once
 
 #include <functional>
