@@ -1,5 +1,7 @@
 #include "serve_command.h"
 
+#include <algorithm>
+
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
@@ -127,6 +129,11 @@ Status build_frontend(const ServeOptions& o, Frontend& f) {
         HICHAT_RETURN_IF_ERROR(f.keys.add_key_file(file));
         if (f.keys.num_keys() == before)
             return invalid_argument("--api-key-file " + file + ": the file holds no keys");
+    }
+    for (const auto& [id, weight] : o.key_weights) {
+        const auto& stored = f.keys.stored_keys();
+        if (std::none_of(stored.begin(), stored.end(), [&](const auto& k) { return k.id.value == id; }))
+            return invalid_argument("--key-weight: no configured API key has the id " + id);
     }
     if (!o.quota.unlimited()) f.quotas = std::make_unique<api::QuotaLimiter>(o.quota);
     if (!o.access_log.empty()) {

@@ -1,6 +1,7 @@
 #include "serve_options.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
@@ -68,6 +69,9 @@ constexpr FlagSpec kFlags[] = {
     {.name = "priority-targets", .value_name = "P:ITL:TTFT[,...]",
      .help = "targets per priority class, in ms (0: none): requests of priority <= P take the first such class",
      .default_note = "every request takes --target-itl-ms and --target-ttft-ms"},
+    {.name = "key-weight", .kind = FlagKind::kRepeated, .value_name = "KEY_ID=W",
+     .help = "the fair share of an API key (its id as in the access log: key- and the first 8 hex digits of its "
+             "SHA-256); under contention keys get tokens in proportion to their weights (default 1)"},
     {.name = "max-queue-wait-s", .kind = FlagKind::kNumber, .value_name = "S", .default_value = "0",
      .help = "refuse new requests (503 with Retry-After) while the requests already waiting are predicted to "
              "take longer than S seconds to start; 0: no limit", .min = 0, .max = 86400},
@@ -201,7 +205,7 @@ Status needs(const CliArgs& flags, const char* flag, bool condition, const std::
 // Per-key limits without keys, half of a TLS pair, a limit the engine would silently raise.
 Status check_combinations(const CliArgs& flags, const IntValues& v) {
     const bool keys = flags.has("api-key") || flags.has("api-key-file");
-    for (const char* f : {"rate-limit-rpm", "rate-limit-tpm", "max-concurrent-per-key"}) {
+    for (const char* f : {"rate-limit-rpm", "rate-limit-tpm", "max-concurrent-per-key", "key-weight"}) {
         HICHAT_RETURN_IF_ERROR(
             needs(flags, f, keys, "needs --api-key or --api-key-file: limits are kept per API key"));
     }
@@ -320,13 +324,32 @@ Result<std::vector<scheduler::PriorityTargets>> parse_priority_targets(const std
     return out;
 }
 
-Status read_latency_targets(const CliArgs& flags, scheduler::SchedulerConfig& s, double& max_queue_wait_ms) {
+Status read_scheduling(const CliArgs& flags, scheduler::SchedulerConfig& s, double& max_queue_wait_ms,
+                       std::vector<std::pair<std::string, double>>& key_weights) {
     auto itl = flags.get_double("target-itl-ms");
     HICHAT_RETURN_IF_ERROR(itl.status());
     auto ttft = flags.get_double("target-ttft-ms");
     HICHAT_RETURN_IF_ERROR(ttft.status());
     s.target_itl_ms = *itl;
     s.target_ttft_ms = *ttft;
+    for (const std::string& entry : flags.get_all("key-weight")) {
+        const size_t eq = entry.find('=');
+        const std::string id = entry.substr(0, eq);
+        bool hex = id.size() == 12 && id.rfind("key-", 0) == 0;
+        for (size_t i = 4; hex && i < id.size(); ++i) hex = std::isxdigit(static_cast<unsigned char>(id[i])) != 0;
+        double weight = 0;
+        size_t used = 0;
+        try {
+            if (eq != std::string::npos) weight = std::stod(entry.substr(eq + 1), &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (!hex || eq == std::string::npos || used == 0 || used != entry.size() - eq - 1 || !(weight > 0) || weight > 1e6) {
+            return invalid_argument("--key-weight: '" + entry + "' is not KEY_ID=WEIGHT (key- and 8 hex digits, a weight > 0)");
+        }
+        key_weights.emplace_back(id, weight);
+        s.owner_weights.push_back({.owner = scheduler::owner_id(id), .weight = weight});
+    }
     auto wait_s = flags.get_double("max-queue-wait-s");
     HICHAT_RETURN_IF_ERROR(wait_s.status());
     max_queue_wait_ms = *wait_s * 1000.0;
@@ -449,7 +472,7 @@ Result<ServeOptions> parse_serve_options(const CliArgs& flags) {
     HICHAT_RETURN_IF_ERROR(ints.status());
     HICHAT_RETURN_IF_ERROR(check_combinations(flags, *ints));
     apply_ints(*ints, o);
-    HICHAT_RETURN_IF_ERROR(read_latency_targets(flags, o.engine.scheduler, o.engine.max_queue_wait_ms));
+    HICHAT_RETURN_IF_ERROR(read_scheduling(flags, o.engine.scheduler, o.engine.max_queue_wait_ms, o.key_weights));
     HICHAT_RETURN_IF_ERROR(read_webhook_flags(flags, o));
     HICHAT_RETURN_IF_ERROR(o.http.validate());
     HICHAT_RETURN_IF_ERROR(o.engine.validate());

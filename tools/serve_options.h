@@ -32,6 +32,7 @@ struct ServeOptions {
     int64_t host_kv_cache_bytes = -1;      // CUDA host KV tier; -1: executor::host_kv_auto_bytes(), 0: off
     int max_model_len = 0;                 // 0: the model's max_position_embeddings (capped by the KV pool)
     std::vector<std::string> api_keys;
+    std::vector<std::pair<std::string, double>> key_weights;   // --key-weight: key id, weight
     std::vector<std::string> api_key_files;
     api::QuotaConfig quota;
     std::string deny_list_file;

@@ -430,6 +430,7 @@ std::vector<engine::Request> OpenAiService::make_engine_requests(PendingGenerati
     r.priority = g.priority;
     // Keys never share cached KV (a shared prefix's timing would leak it); with no keys all share.
     r.cache_salt = job.key ? job.key->value : "";
+    r.owner = r.cache_salt;   // the fair share counts per key too
     r.num_logprobs = g.num_logprobs;
     if (g.echo && g.num_logprobs >= 0) r.num_prompt_logprobs = g.num_logprobs;
     r.arrival = job.arrival;  // time in the pool counts towards the deadline and the TTFT

@@ -172,6 +172,7 @@ void ResponsesService::submit(SessionJob& job, std::shared_ptr<Turn> turn) {
     er.stop_token_ids = deps_.eos_token_ids;
     er.arrival = job.arrival;
     er.cache_salt = job.owner();
+    er.owner = job.owner();
     if (deps_.request_timeout_s > 0) er.deadline = er.arrival + std::chrono::seconds(deps_.request_timeout_s);
     ResponseState state{.id = new_object_id("resp"), .created_at = unix_seconds(), .model = deps_.served_model_name,
                         .output_item_id = new_object_id("msg"), .previous_response_id = r.previous_response_id,

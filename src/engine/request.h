@@ -70,6 +70,9 @@ struct Request {
     // Prefix-cache scope: requests share cached KV blocks only when their salts are equal. Set by the
     // server from the API key's id, never from a client field; empty when no keys are configured.
     std::string cache_salt;
+    // The fair-share account (SchedulerConfig::owner_weights): the API key's id; empty when no keys
+    // are configured (one account for all).
+    std::string owner;
     // >= 0: each generated token's logprobs (sampling/logprobs.h: the raw distribution) with this many
     // of the most likely tokens (at most sampling::kMaxTopLogprobs); -1: none.
     int num_logprobs = -1;

@@ -25,6 +25,7 @@ struct Sequence {
           filter_matcher(deny_list, /*case_insensitive=*/true) {
         state.id = request.id.value;
         state.priority = request.priority;
+        state.owner = scheduler::owner_id(request.owner);
         state.arrival = request.arrival;
         state.num_tokens = static_cast<int>(tokens.size());
         num_tokens_known = state.num_tokens;

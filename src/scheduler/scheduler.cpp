@@ -30,6 +30,10 @@ Status SchedulerConfig::validate() const {
     if (!(target_itl_ms >= 0)) return invalid_argument("target_itl_ms must be >= 0");
     if (!(target_ttft_ms >= 0)) return invalid_argument("target_ttft_ms must be >= 0");
     if (min_prefill_tokens_per_step < 1) return invalid_argument("min_prefill_tokens_per_step must be >= 1");
+    for (const OwnerWeight& w : owner_weights) {
+        if (!(w.weight > 0)) return invalid_argument("owner weights must be > 0");
+    }
+    if (!(fair_share_half_life_s > 0)) return invalid_argument("fair_share_half_life_s must be > 0");
     for (size_t i = 0; i < priority_targets.size(); ++i) {
         const PriorityTargets& t = priority_targets[i];
         if (!(t.itl_ms >= 0) || !(t.ttft_ms >= 0)) return invalid_argument("priority targets must be >= 0");
@@ -37,6 +41,13 @@ Status SchedulerConfig::validate() const {
             return invalid_argument("priority targets must be in ascending priority order, each priority once");
     }
     return ok_status();
+}
+
+uint64_t owner_id(std::string_view name) {
+    if (name.empty()) return 0;
+    uint64_t h = 0xcbf29ce484222325ull;   // FNV-1a
+    for (unsigned char c : name) h = (h ^ c) * 0x100000001b3ull;
+    return h == 0 ? 1 : h;
 }
 
 Scheduler::Scheduler(const SchedulerConfig& config, kv::BlockManager& blocks) : config_(config), blocks_(blocks) {}
@@ -54,10 +65,7 @@ StepPlan Scheduler::schedule(const std::vector<SeqState*>& seqs, std::chrono::st
     }
     std::sort(running.begin(), running.end(),
               [](const SeqState* a, const SeqState* b) { return a->admission_order < b->admission_order; });
-    std::sort(waiting.begin(), waiting.end(), [&](const SeqState* a, const SeqState* b) {
-        double pa = effective_priority(*a, now), pb = effective_priority(*b, now);
-        return pa != pb ? pa < pb : a->arrival < b->arrival;
-    });
+    decay_service(now);
     // Blocks filled (and their tokens known) since the last step join the cache now, so that
     // sequences admitted below can share them.
     for (SeqState* s : running) blocks_.cache_full_blocks(s->blocks, s->block_keys, s->num_tokens_cached);
@@ -70,6 +78,7 @@ StepPlan Scheduler::schedule(const std::vector<SeqState*>& seqs, std::chrono::st
     admit_waiting(waiting, running, num_running, plan, budget, now);
     plan.copies = blocks_.take_copies();
     plan.itl_target_ms = load_.itl_ms;
+    charge(plan);
     return plan;
 }
 
@@ -271,7 +280,8 @@ void Scheduler::admit_waiting(std::vector<SeqState*>& waiting, const std::vector
                               StepPlan& plan, int& budget, std::chrono::steady_clock::time_point now) {
     std::optional<BlocksInProgress> in_progress;  // built at the first sequence that has block keys
     std::vector<SeqState*> admitted;
-    for (SeqState* seq : waiting) {
+    std::unordered_map<uint64_t, double> projected;
+    while (SeqState* seq = next_waiting(waiting, projected, now)) {
         if (std::find(plan.preempted.begin(), plan.preempted.end(), seq) != plan.preempted.end()) continue;
         if (num_running >= config_.max_num_seqs || budget <= 0) break;
         if (blocks_.prefix_caching() && !seq->block_keys.empty()) {
@@ -297,6 +307,64 @@ void Scheduler::admit_waiting(std::vector<SeqState*>& waiting, const std::vector
         admitted.push_back(seq);
         if (in_progress) in_progress->add(*seq);  // it now computes its blocks for those after it
     }
+}
+
+void Scheduler::decay_service(std::chrono::steady_clock::time_point now) {
+    if (service_time_ != std::chrono::steady_clock::time_point{} && now > service_time_) {
+        const double dt_s = std::chrono::duration<double>(now - service_time_).count();
+        const double factor = std::exp2(-dt_s / config_.fair_share_half_life_s);
+        for (auto it = service_.begin(); it != service_.end();) {
+            it->second *= factor;
+            it = it->second < 1e-3 ? service_.erase(it) : std::next(it);
+        }
+    }
+    service_time_ = std::max(service_time_, now);
+}
+
+void Scheduler::charge(const StepPlan& plan) {
+    for (const ScheduledChunk& c : plan.chunks) service_[c.seq->owner] += c.num_tokens;
+}
+
+double Scheduler::weight_of(uint64_t owner) const {
+    for (const OwnerWeight& w : config_.owner_weights) {
+        if (w.owner == owner) return w.weight;
+    }
+    return 1.0;
+}
+
+SeqState* Scheduler::next_waiting(std::vector<SeqState*>& remaining, std::unordered_map<uint64_t, double>& projected,
+                                  std::chrono::steady_clock::time_point now) const {
+    if (remaining.empty()) return nullptr;
+    auto earlier = [&](const SeqState* a, const SeqState* b) {
+        const double pa = effective_priority(*a, now), pb = effective_priority(*b, now);
+        return pa != pb ? pa < pb : a->arrival < b->arrival;
+    };
+    auto share = [&](uint64_t owner) {
+        auto [it, fresh] = projected.try_emplace(owner, 0.0);
+        if (fresh) {
+            const auto served = service_.find(owner);
+            it->second = (served == service_.end() ? 0.0 : served->second) / weight_of(owner);
+        }
+        return it->second;
+    };
+    // The priority that goes next is that of the sequence the plain order takes (aging included).
+    const int priority = (*std::min_element(remaining.begin(), remaining.end(), earlier))->priority;
+    size_t pick = remaining.size();
+    for (size_t i = 0; i < remaining.size(); ++i) {
+        const SeqState* s = remaining[i];
+        if (s->priority != priority) continue;
+        if (pick == remaining.size()) {
+            pick = i;
+            continue;
+        }
+        const double si = share(s->owner), sp = share(remaining[pick]->owner);
+        if (si < sp || (si == sp && earlier(s, remaining[pick]))) pick = i;
+    }
+    SeqState* seq = remaining[pick];
+    projected[seq->owner] += (seq->num_tokens - seq->num_tokens_cached) / weight_of(seq->owner);
+    remaining[pick] = remaining.back();
+    remaining.pop_back();
+    return seq;
 }
 
 void Scheduler::release(SeqState& seq) {

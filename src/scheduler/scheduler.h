@@ -16,6 +16,7 @@
 #pragma once
 
 #include <chrono>
+#include <unordered_map>
 #include <vector>
 
 #include "base/status.h"
@@ -24,6 +25,12 @@
 #include "scheduler/step_plan.h"
 
 namespace hichat::scheduler {
+
+// An owner's weight in the fair share (default 1): twice the weight, twice the tokens under contention.
+struct OwnerWeight {
+    uint64_t owner = 0;   // owner_id()
+    double weight = 1;
+};
 
 // Latency targets of the sequences whose priority is at most max_priority (the first such entry).
 struct PriorityTargets {
@@ -47,6 +54,11 @@ struct SchedulerConfig {
     double target_ttft_ms = 0;
     std::vector<PriorityTargets> priority_targets;   // per class, ascending max_priority; else the above
     int min_prefill_tokens_per_step = 16;
+    // Fair share across owners (API keys): among waiting sequences of the priority that goes next,
+    // the owner with the fewest tokens computed lately (per weight; halving every half-life) goes
+    // first, so one owner's flood cannot starve the others. One owner (no keys): arrival order.
+    std::vector<OwnerWeight> owner_weights;
+    double fair_share_half_life_s = 10.0;
 
     Status validate() const;
 };
@@ -98,6 +110,16 @@ private:
     // Whether one more decoding sequence (context `context`) keeps the decodes within the ITL target.
     bool admission_fits(const SeqState& seq, std::chrono::steady_clock::time_point now) const;
     void add_to_load(const SeqState& seq, int num_tokens);
+    // Fair share: service_ decays to `now`; charge() adds a plan's tokens; the waiting order is made
+    // by next_waiting(), one pick at a time.
+    void decay_service(std::chrono::steady_clock::time_point now);
+    void charge(const StepPlan& plan);
+    double weight_of(uint64_t owner) const;
+    // Removes and returns the next waiting sequence to consider: of the explicit priority whose best
+    // effective priority is lowest (aging as ever), the least-served owner's (service plus what the
+    // picks so far will compute, per weight), its oldest; nullptr when none is left.
+    SeqState* next_waiting(std::vector<SeqState*>& remaining, std::unordered_map<uint64_t, double>& projected,
+                           std::chrono::steady_clock::time_point now) const;
 
     void schedule_running(std::vector<SeqState*>& running, StepPlan& plan, int& budget,
                           std::chrono::steady_clock::time_point now);
@@ -123,6 +145,8 @@ private:
     PrefixCacheStats prefix_stats_;
     StepCostModel cost_;
     StepLoad load_;   // of the step being planned
+    std::unordered_map<uint64_t, double> service_;   // tokens computed per owner, decayed
+    std::chrono::steady_clock::time_point service_time_{};
 };
 
 }  // namespace hichat::scheduler

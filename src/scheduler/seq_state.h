@@ -3,6 +3,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "kv/block_manager.h"
@@ -11,9 +12,13 @@ namespace hichat::scheduler {
 
 enum class SeqStatus { kWaiting, kRunning, kFinished };
 
+// The fair-share account of an owner name (an API key's id): a 64-bit hash, 0 for the empty name.
+uint64_t owner_id(std::string_view name);
+
 struct SeqState {
     uint64_t id = 0;
     int priority = 0;                                  // lower runs first
+    uint64_t owner = 0;                                // fair-share account (owner_id() of the API key); 0: none
     std::chrono::steady_clock::time_point arrival;
     int num_tokens = 0;                                // prompt + generated so far
     int num_tokens_cached = 0;                         // tokens whose KV is in `blocks`

@@ -144,6 +144,14 @@ TEST_F(ServeStartupTest, BadWebhookFlagsAreRefusedByName) {
                    {"--webhook-state-db", "/proc/hichat-no/w.db"});
 }
 
+TEST_F(ServeStartupTest, BadKeyWeightsAreRefusedByName) {
+    expect_refused("--key-weight key-db567a0d=2", {"--key-weight", "--api-key"});
+    expect_refused("--api-key sk-test-1 --key-weight key-00000000=2", {"--key-weight", "key-00000000"});
+    expect_refused("--api-key sk-test-1 --key-weight key-db567a0d=x", {"--key-weight", "'key-db567a0d=x'"});
+    expect_refused("--api-key sk-test-1 --key-weight key-db567a0d=0", {"--key-weight", "> 0"});
+    expect_refused("--api-key sk-test-1 --key-weight sk-test-1=2", {"--key-weight", "key- and 8 hex digits"});
+}
+
 TEST_F(ServeStartupTest, BadLatencyTargetsAreRefusedByName) {
     expect_refused("--target-itl-ms -5", {"--target-itl-ms"});
     expect_refused("--target-ttft-ms soon", {"--target-ttft-ms"});
