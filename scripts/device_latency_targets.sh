@@ -3,7 +3,7 @@
 # and lib/ may come as .bundle/pack.tar.xz): the random 8B (bf16) behind `hichat serve`, `hichat bench
 # serve` 128/128 at concurrency 256 (1024 prompts) without targets, then with --target-itl-ms 25, the
 # two alternating twice; p50 / p99 ITL, p99 TTFT and output tok/s per run, and the server's ITL-target
-# misses from /metrics. Prints a table; logs in $OUT.
+# misses from /metrics (ROUNDS=1: once each). Prints a table; logs in $OUT.
 set -uo pipefail
 [ -f .bundle/pack.tar.xz ] && tar -C .bundle -xJf .bundle/pack.tar.xz
 . .bundle/env.sh; export PYTHONUNBUFFERED=1
@@ -31,7 +31,7 @@ serve() {  # name flags...
   kill -TERM $pid; wait $pid
   row "$name" "$(grep '^{' $log/bench_$name.log | tail -1 | python3 -c "$summary"); steps $steps, over target $misses"
 }
-for round in 1 2; do
+for round in $(seq ${ROUNDS:-2}); do
   serve "untargeted_r$round"
   serve "itl25_r$round" --target-itl-ms 25
 done

@@ -103,6 +103,8 @@ private:
         int prefill_granted = 0;    // prefill tokens planned so far
     };
     bool targets_on() const;
+    // The predicted time a step may take under an ITL target (headroom for the model's error).
+    double planned_ms(double target_ms) const;
     // Tokens of `seq`'s next prefill chunk (at most n_max) that the latency targets allow this step.
     int prefill_allowed(const SeqState& seq, int n_max, std::chrono::steady_clock::time_point now) const;
     // Whether `seq` (waiting or prefilling) would miss its TTFT target at the ITL-capped pace.

@@ -53,6 +53,14 @@ std::array<double, StepCostModel::kNumTerms> StepCostModel::terms(const StepFeat
 
 void StepCostModel::observe(const StepFeatures& features, double ms) {
     if (!std::isfinite(ms) || ms < 0) return;
+    if (ready()) {
+        const double predicted = predict_ms(features);
+        if (predicted > 0) {
+            ratios_[static_cast<size_t>(next_ratio_)] = ms / predicted;
+            next_ratio_ = (next_ratio_ + 1) % kErrorWindow;
+            num_ratios_ = std::min(num_ratios_ + 1, kErrorWindow);
+        }
+    }
     const std::array<double, kNumTerms> x = terms(features);
     for (int i = 0; i < kNumTerms; ++i) {
         moment_[i] = forgetting_ * moment_[i] + x[i] * ms;
@@ -91,6 +99,15 @@ double StepCostModel::predict_ms(const StepFeatures& features) const {
     double ms = 0;
     for (int i = 0; i < kNumTerms; ++i) ms += beta_[i] * x[i];
     return ms;
+}
+
+double StepCostModel::slow_ratio() const {
+    if (num_ratios_ < 20) return 1.0;
+    std::array<double, kErrorWindow> r = ratios_;
+    const auto end = r.begin() + num_ratios_;
+    const auto at = r.begin() + (num_ratios_ * 95) / 100;
+    std::nth_element(r.begin(), at, end);
+    return std::max(1.0, *at);
 }
 
 bool StepCostModel::ready() const {

@@ -100,6 +100,22 @@ TEST(StepCostModel, FollowsAMachineThatSlowsDown) {
     EXPECT_NEAR(model.predict_ms(probe) / machine_ms(probe, 2.0), 1.0, 0.05);
 }
 
+TEST(StepCostModel, SlowRatioIsTheTailOfMeasuredOverPredicted) {
+    std::mt19937 rng(5);
+    StepCostModel model(1.0);
+    for (int i = 0; i < 400; ++i) {   // fit a clean machine first
+        const StepFeatures f = random_step(rng);
+        model.observe(f, machine_ms(f));
+    }
+    EXPECT_NEAR(model.slow_ratio(), 1.0, 0.02) << "a machine the model fits has no slow steps";
+    for (int i = 0; i < StepCostModel::kErrorWindow; ++i) {   // then one step in 10 takes twice as long
+        const StepFeatures f = random_step(rng);
+        model.observe(f, machine_ms(f) * (i % 10 == 0 ? 2.0 : 1.0));
+    }
+    EXPECT_GT(model.slow_ratio(), 1.5);
+    EXPECT_LT(model.slow_ratio(), 2.3);
+}
+
 TEST(StepCostModel, IgnoresNonFiniteAndNegativeTimes) {
     StepCostModel model;
     model.observe(chunk_features(0, 10), -1.0);
