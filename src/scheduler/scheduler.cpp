@@ -13,7 +13,7 @@ namespace hichat::scheduler {
 namespace {
 
 // Steps are planned to at most this share of the ITL target, and to less when the cost model's slow
-// steps run over it by more (target / StepCostModel::slow_ratio()): on the CPU with models/default,
+// steps run over it by more (target / StepCostModel::slow_ratio(), its 90th percentile): on the CPU with models/default,
 // planning to the full target put about a third of the steps 5-10% over; on the H100 (8B, 256
 // streams, --target-itl-ms 25) planning to 0.9 still left 5% of the steps over 25 ms.
 constexpr double kTargetHeadroom = 0.9;

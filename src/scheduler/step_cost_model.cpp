@@ -105,7 +105,7 @@ double StepCostModel::slow_ratio() const {
     if (num_ratios_ < 20) return 1.0;
     std::array<double, kErrorWindow> r = ratios_;
     const auto end = r.begin() + num_ratios_;
-    const auto at = r.begin() + (num_ratios_ * 95) / 100;
+    const auto at = r.begin() + (num_ratios_ * 90) / 100;
     std::nth_element(r.begin(), at, end);
     return std::max(1.0, *at);
 }

@@ -47,11 +47,13 @@ public:
     bool ready() const;
     int64_t num_observations() const { return num_observations_; }
     const std::array<double, kNumTerms>& coefficients() const { return beta_; }
-    // How much longer than predicted the slow steps lately ran: the 95th percentile of measured /
+    // How much longer than predicted the slow steps lately ran: the 90th percentile of measured /
     // predicted over the last kErrorWindow observations made while ready (1 with fewer than 20).
     // Steps differ from the model in ways its terms cannot see (a GEMM past its memory-bound knee,
     // host work between steps), and the error has a long tail: on the H100, 8B served at 256
-    // streams, p50 1.00, p90 1.14, p99 2.10.
+    // streams, p50 1.00, p90 1.14, p99 2.10. The 95th percentile, tried there, held p99 ITL nearer the
+    // target (32.0 ms for 25) but cost throughput (0.885 of untargeted) and TTFT (p99 1.5 s); the 90th:
+    // 37.2 ms, 0.93, 1.07 s (bench/results/latency-targets-h100-2026-12-06.txt).
     double slow_ratio() const;
     static constexpr int kErrorWindow = 256;
 

@@ -210,7 +210,8 @@ TEST(LatencyTargets, AMachineTheModelCannotFitStillMostlyHoldsTheTarget) {
                 percentile(base.itl_ms, 0.5), percentile(base.itl_ms, 0.99), percentile(tuned.itl_ms, 0.5),
                 percentile(tuned.itl_ms, 0.99), static_cast<long long>(base.steps), static_cast<long long>(tuned.steps));
     EXPECT_GT(percentile(base.itl_ms, 0.99), 30.0);
-    // Planned to 0.9 of the target regardless of the slow steps, p99 came out at 27.6 ms here.
+    // Planned to 0.9 of the target regardless of the slow steps, p99 came out at 27.6 ms here (24.6
+    // with the headroom).
     EXPECT_LE(percentile(tuned.itl_ms, 0.99), 25.0 * 1.05) << "the headroom follows the slow steps";
 }
 
