@@ -73,6 +73,7 @@ struct LoadResult {
     double p50 = 0, p99 = 0;
     int64_t steps = 0, itl_misses = 0;
     int num_reports = 0;
+    double decode_noise = 0;   // p99 / p50 of the decode-only steps' times: the machine's own jitter
 };
 
 class LatencyTargetEngineTest : public ::testing::Test {
@@ -101,7 +102,11 @@ protected:
         scheduler::SchedulerConfig sched{.max_num_seqs = 16, .max_num_tokens_per_step = 512, .prefill_chunk_tokens = 512};
         sched.target_itl_ms = target_itl_ms;
         int num_reports = 0;
-        EngineConfig cfg{.scheduler = sched, .on_step = [&](const StepReport&) { ++num_reports; }};
+        std::vector<double> decode_only_ms;
+        EngineConfig cfg{.scheduler = sched, .on_step = [&](const StepReport& r) {
+                             ++num_reports;
+                             if (r.prefill_tokens == 0 && r.decode_rows >= 6) decode_only_ms.push_back(r.ms);
+                         }};
         cfg.prefix_cache = false;
         auto runner = std::make_unique<executor::CpuRunner>(
             *checkpoint_, executor::CpuRunnerConfig{.num_threads = 2, .num_kv_blocks = 1024});
@@ -130,11 +135,12 @@ protected:
         }
         for (auto& p : prompts) EXPECT_TRUE(p->wait_done());
         LoadResult r{.p50 = percentile(gaps, 0.5), .p99 = percentile(gaps, 0.99)};
+        engine.drain_and_stop();   // the stats then count every step
         const EngineStats stats = engine.stats();
         r.steps = stats.num_steps;
         r.itl_misses = stats.itl_target_misses;
-        engine.drain_and_stop();
         r.num_reports = num_reports;
+        r.decode_noise = percentile(decode_only_ms, 0.99) / std::max(percentile(decode_only_ms, 0.5), 1e-9);
         return r;
     }
 
@@ -143,11 +149,16 @@ protected:
     uint64_t next_id_ = 1;
 };
 
-// Each round runs the fixed budget, then the target set from that run. A round is a measurement on a
-// shared machine: another process taking a core for a few steps puts them in the p99, so the test
-// takes up to three rounds and passes on the first that holds; every round is printed.
+// Each round runs the fixed budget, then the target set from that run. A round is a measurement, and
+// the machine may be shared: a round counts only where the decode-only steps (the same work every
+// time) ran within kSteady of their median at p99 in both runs; the test takes up to three rounds and
+// passes on the first steady one that holds, fails if steady rounds never held, and skips (visibly,
+// with the figures) when no round was steady. Every round is printed.
+constexpr double kSteady = 1.6;
+
 TEST_F(LatencyTargetEngineTest, TargetedItlHoldsP99WithinTwiceTheMedianWhereTheFixedBudgetDoesNot) {
     bool held = false;
+    int steady_rounds = 0;
     for (int round = 1; round <= 3 && !held; ++round) {
         const LoadResult fixed = run(0);
         // The target: four decode gaps of the fixed run (its median is a decode-only step), room for a
@@ -155,16 +166,20 @@ TEST_F(LatencyTargetEngineTest, TargetedItlHoldsP99WithinTwiceTheMedianWhereTheF
         const double target = 4 * fixed.p50;
         const LoadResult tuned = run(target);
         std::printf("round %d: fixed budget: ITL p50 %.2f ms, p99 %.2f ms (%lld steps); --target-itl-ms %.2f: p50 "
-                    "%.2f ms, p99 %.2f ms (%lld steps, %lld over the target)\n",
+                    "%.2f ms, p99 %.2f ms (%lld steps, %lld over the target); decode-only steps p99/p50 %.2f / %.2f\n",
                     round, fixed.p50, fixed.p99, static_cast<long long>(fixed.steps), target, tuned.p50, tuned.p99,
-                    static_cast<long long>(tuned.steps), static_cast<long long>(tuned.itl_misses));
+                    static_cast<long long>(tuned.steps), static_cast<long long>(tuned.itl_misses), fixed.decode_noise,
+                    tuned.decode_noise);
         EXPECT_GT(fixed.p99, 2 * fixed.p50) << "the fixed budget stalls the streams";
         EXPECT_EQ(fixed.itl_misses, 0) << "no target, no misses counted";
         EXPECT_EQ(tuned.num_reports, tuned.steps) << "every step reached the on_step hook";
+        if (fixed.decode_noise > kSteady || tuned.decode_noise > kSteady) continue;   // a busy machine: no verdict
+        ++steady_rounds;
         held = tuned.p99 <= 2 * tuned.p50 && tuned.p99 <= 1.5 * target;
     }
-    EXPECT_TRUE(held) << "in no round did the targeted scheduler keep p99 ITL within twice its median and 1.5 "
-                         "times the target";
+    if (steady_rounds == 0) GTEST_SKIP() << "the machine was too busy to judge latency in all 3 rounds (see above)";
+    EXPECT_TRUE(held) << "in no steady round did the targeted scheduler keep p99 ITL within twice its median and "
+                         "1.5 times the target";
 }
 
 }  // namespace
