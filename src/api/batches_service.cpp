@@ -40,15 +40,19 @@ std::optional<ApiError> check_metadata(const Json& metadata) {
     return std::nullopt;
 }
 
-// The create body: input_file_id, endpoint, completion_window, metadata (output_expires_after is
-// accepted and has no effect: output files are kept until deleted).
+// The create body: input_file_id, endpoint, completion_window, metadata. output_expires_after is
+// refused by name: output files are kept until deleted, and HiChat does not expire them.
 std::optional<ApiError> parse_create(std::string body, session::StoredBatch& out) {
     Json json;
     if (auto e = parse_json_object(std::move(body), json)) return e;
     for (auto it = json.begin(); it != json.end(); ++it) {
         const std::string& k = it.key();
-        if (k != "input_file_id" && k != "endpoint" && k != "completion_window" && k != "metadata" &&
-            k != "output_expires_after") {
+        if (k == "output_expires_after") {
+            ApiError e = bad_field(k, "output_expires_after is not supported: output files are kept until deleted");
+            e.code = "unsupported_field";
+            return e;
+        }
+        if (k != "input_file_id" && k != "endpoint" && k != "completion_window" && k != "metadata") {
             ApiError e = bad_field(k, "unknown field " + k + " in a batch");
             e.code = "unsupported_field";
             return e;

@@ -159,6 +159,8 @@ test('refusals: unknown endpoint 400, completion window 400, oversized file 413,
       assert.match(err.message, /\/v1\/embeddings/);
     });
   await rejectsWith(createBatch(file.id, { completion_window: '48h' }), 400, (err) => assert.equal(err.param, 'completion_window'));
+  await rejectsWith(createBatch(file.id, { output_expires_after: { anchor: 'created_at', seconds: 3600 } }), 400,
+    (err) => { assert.equal(err.param, 'output_expires_after'); assert.equal(err.code, 'unsupported_field'); });
   const big = Buffer.alloc(1536 * 1024, 'x');  // 1.5 MiB over --max-file-mb 1
   await rejectsWith(client.files.create({ file: await toFile(big, 'big.jsonl'), purpose: 'batch' }), 413, (err) => {
     assert.equal(err.code, 'file_too_large');
