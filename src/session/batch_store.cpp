@@ -83,14 +83,6 @@ StoredBatch read_batch(const Statement& st) {
     return b;
 }
 
-Result<std::string> single_text(SqliteDb& db, std::string_view sql) {
-    auto st = db.prepare(sql);
-    HICHAT_RETURN_IF_ERROR(st.status());
-    auto row = st->step();
-    HICHAT_RETURN_IF_ERROR(row.status());
-    return *row ? st->text(0) : std::string();
-}
-
 // Rows of `table` owned by `owner`, newest first (by insertion), after the row `page.after`.
 template <typename T, typename Read>
 Result<ListOf<T>> list_rows(SqliteDb& db, const char* table, const char* columns, const std::string& owner,
@@ -181,14 +173,14 @@ Result<std::unique_ptr<BatchStore>> BatchStore::open(BatchStoreConfig config) {
 
 Status BatchStore::check_and_migrate() {
     const std::string& path = config_.path;
-    if (!single_text(*db_, "SELECT count(*) FROM sqlite_master").ok()) {
+    if (!db_->single_text("SELECT count(*) FROM sqlite_master").ok()) {
         return invalid_argument("batch database " + path + ": not a usable SQLite database (" + db_->error_message() + ")");
     }
     for (const char* pragma : {"PRAGMA busy_timeout=5000", "PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL"}) {
         if (Status s = db_->exec(pragma); !s.ok()) return invalid_argument(s.message());
     }
     auto has_version =
-        single_text(*db_, "SELECT name FROM sqlite_master WHERE type='table' AND name='batch_schema_version'");
+        db_->single_text("SELECT name FROM sqlite_master WHERE type='table' AND name='batch_schema_version'");
     HICHAT_RETURN_IF_ERROR(has_version.status());
     if (has_version->empty()) {
         Status s = db_->exec(std::string("BEGIN IMMEDIATE;") + kCreateSchema + "INSERT INTO batch_schema_version VALUES(" +
@@ -199,7 +191,7 @@ Status BatchStore::check_and_migrate() {
         }
         return ok_status();
     }
-    auto version = single_text(*db_, "SELECT version FROM batch_schema_version");
+    auto version = db_->single_text("SELECT version FROM batch_schema_version");
     HICHAT_RETURN_IF_ERROR(version.status());
     if (*version != std::to_string(kSchemaVersion)) {
         return invalid_argument("batch database " + path + ": batch schema version " +

@@ -34,14 +34,6 @@ Status with_path(const std::string& path, const Status& s, const std::string& wh
     return Status(s.code(), "session database " + path + ": " + what + ": " + s.message());
 }
 
-Result<std::string> single_text(SqliteDb& db, std::string_view sql) {
-    auto st = db.prepare(sql);
-    HICHAT_RETURN_IF_ERROR(st.status());
-    auto row = st->step();
-    HICHAT_RETURN_IF_ERROR(row.status());
-    return *row ? st->text(0) : std::string();
-}
-
 Result<StoredResponse> read_response(const Statement& st, const std::string& path) {
     StoredResponse r{.id = st.text(0), .owner = st.text(1), .created_at = st.integer(2), .model = st.text(3),
                      .response_json = st.text(4), .input_items_json = st.text(5), .context_json = st.text(6)};
@@ -90,15 +82,15 @@ Result<std::unique_ptr<SessionStore>> SessionStore::open(SessionStoreConfig conf
 // The first statement reads the file: a file that is not a database fails here, before anything is written.
 Status SessionStore::check_and_migrate() {
     const std::string& path = config_.path;
-    auto check = single_text(*db_, "PRAGMA quick_check");
+    auto check = db_->single_text("PRAGMA quick_check");
     if (!check.ok()) return invalid_argument("session database " + path + ": not a usable SQLite database (" +
                                              db_->error_message() + ")");
     if (*check != "ok") return data_loss("session database " + path + ": fails SQLite's quick_check: " + *check);
     for (const char* pragma : {"PRAGMA busy_timeout=5000", "PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL"}) {
         if (Status s = db_->exec(pragma); !s.ok()) return invalid_argument(s.message());
     }
-    auto has_version = single_text(*db_, "SELECT name FROM sqlite_master WHERE type='table' AND name='schema_version'");
-    auto any_table = single_text(*db_, "SELECT name FROM sqlite_master WHERE type='table' LIMIT 1");
+    auto has_version = db_->single_text("SELECT name FROM sqlite_master WHERE type='table' AND name='schema_version'");
+    auto any_table = db_->single_text("SELECT name FROM sqlite_master WHERE type='table' LIMIT 1");
     HICHAT_RETURN_IF_ERROR(has_version.status());
     HICHAT_RETURN_IF_ERROR(any_table.status());
     if (has_version->empty() && !any_table->empty()) {
@@ -114,7 +106,7 @@ Status SessionStore::check_and_migrate() {
         }
         return ok_status();
     }
-    auto version = single_text(*db_, "SELECT version FROM schema_version");
+    auto version = db_->single_text("SELECT version FROM schema_version");
     HICHAT_RETURN_IF_ERROR(version.status());
     if (*version != std::to_string(kSchemaVersion)) {
         return invalid_argument("session database " + path + ": schema version " +
@@ -425,7 +417,7 @@ Result<int64_t> SessionStore::sweep_locked() {
 Status SessionStore::enforce_cap_locked(const char* table) {
     const std::string t = table;
     const bool conversations = t == "conversations";
-    auto count = single_text(*db_, "SELECT COUNT(*) FROM " + t);
+    auto count = db_->single_text("SELECT COUNT(*) FROM " + t);
     HICHAT_RETURN_IF_ERROR(count.status());
     const int64_t excess = std::stoll(*count) - config_.max_rows;
     if (excess <= 0) return ok_status();
@@ -440,13 +432,13 @@ Status SessionStore::enforce_cap_locked(const char* table) {
 
 int64_t SessionStore::num_responses() {
     std::lock_guard lock(mu_);
-    auto n = single_text(*db_, "SELECT COUNT(*) FROM responses");
+    auto n = db_->single_text("SELECT COUNT(*) FROM responses");
     return n.ok() ? std::stoll(*n) : -1;
 }
 
 int64_t SessionStore::num_conversations() {
     std::lock_guard lock(mu_);
-    auto n = single_text(*db_, "SELECT COUNT(*) FROM conversations");
+    auto n = db_->single_text("SELECT COUNT(*) FROM conversations");
     return n.ok() ? std::stoll(*n) : -1;
 }
 

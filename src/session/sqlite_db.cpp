@@ -102,6 +102,14 @@ Status SqliteDb::exec(const std::string& sql) {
     return internal_error("session database " + path_ + ": " + message);
 }
 
+Result<std::string> SqliteDb::single_text(std::string_view sql) {
+    auto st = prepare(sql);
+    HICHAT_RETURN_IF_ERROR(st.status());
+    auto row = st->step();
+    HICHAT_RETURN_IF_ERROR(row.status());
+    return *row ? st->text(0) : std::string();
+}
+
 Result<Statement> SqliteDb::prepare(std::string_view sql) {
     sqlite3_stmt* stmt = nullptr;
     if (sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, nullptr) != SQLITE_OK) {

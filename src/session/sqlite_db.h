@@ -58,6 +58,8 @@ public:
 
     Status exec(const std::string& sql);  // one or more statements without results
     Result<Statement> prepare(std::string_view sql);
+    // The first column of the first row of a query, as text; "" when it returns no row.
+    Result<std::string> single_text(std::string_view sql);
     int64_t changes() const;  // rows changed by the last statement
     std::string error_message() const;
     const std::string& path() const { return path_; }
