@@ -10,6 +10,7 @@
 
 #include "command_line.h"
 #include "executor/runner_factory.h"
+#include "placement_flags.h"
 #include "model/checkpoint.h"
 #include "sampling/rng.h"
 #include "sampling/sampler.h"
@@ -29,6 +30,7 @@ struct BenchOptions {
     executor::DeviceKind device = executor::DeviceKind::kAuto;
     model::CheckpointOptions checkpoint;   // --quantization
     executor::KvCacheDtype kv_cache_dtype = executor::KvCacheDtype::kAuto;
+    PlacementFlags placement;   // --gpu-layers, --offload, --gpu-memory-gb
 };
 
 struct RunTimes {
@@ -74,6 +76,9 @@ constexpr FlagSpec kFlags[] = {
     {.name = "kv-cache-dtype", .value_name = "auto|bf16|f16|fp32|fp8", .default_value = "auto",
      .help = "KV cache element type. CUDA: bf16 (auto) or fp8 (E4M3 with the checkpoint's k/v scales, 1.0 "
              "where it has none: twice the tokens); CPU: fp32 (auto), bf16 or f16 (half the memory: twice the tokens)"},
+    kGpuLayersFlag,
+    kOffloadFlag,
+    kGpuMemoryGbFlag,
     {.name = "no-overlap", .kind = FlagKind::kBool,
      .help = "collect each decode step's ids before submitting the next (default: pipelined)"},
 };
@@ -100,6 +105,9 @@ Result<BenchOptions> parse_options(const CliArgs& flags) {
     auto kv_dtype = executor::parse_kv_cache_dtype(flags.get("kv-cache-dtype"));
     HICHAT_RETURN_IF_ERROR(kv_dtype.status());
     o.kv_cache_dtype = *kv_dtype;
+    auto placement = parse_placement_flags(flags);
+    HICHAT_RETURN_IF_ERROR(placement.status());
+    o.placement = *placement;
     o.input_len = static_cast<int>(*input_len);
     o.output_len = static_cast<int>(*output_len);
     o.batches = *batches;
@@ -228,14 +236,27 @@ Status run(const CliArgs& flags) {
                                           .max_num_seqs = max_batch,
                                           .max_num_tokens_per_step = max_tokens,
                                           .max_context_tokens = context,
-                                          .kv_cache_dtype = opts->kv_cache_dtype};
+                                          .kv_cache_dtype = opts->kv_cache_dtype,
+                                          .gpu_layers = opts->placement.gpu_layers,
+                                          .offload = opts->placement.offload,
+                                          .gpu_memory_bytes = opts->placement.gpu_memory_bytes};
     auto choice = executor::choose_device(cfg, options, executor::cuda_presence());
     HICHAT_RETURN_IF_ERROR(choice.status());
     if (!choice->note.empty()) std::fprintf(stderr, "hichat bench engine: %s\n", choice->note.c_str());
-    auto made = executor::make_runner(**checkpoint, options);
+    std::string placement;
+    auto made = executor::make_runner(**checkpoint, options, &placement);
     HICHAT_RETURN_IF_ERROR(made.status());
+    if (!placement.empty()) std::fprintf(stderr, "hichat bench engine: layer placement:\n%s\n", placement.c_str());
     executor::ModelRunner& runner = **made;
     const bool on_cuda = choice->device == executor::DeviceKind::kCuda;
+    const int block_tokens = runner.kv_block_size_tokens();
+    const int64_t needed = int64_t{max_batch} * ((context + block_tokens - 1) / block_tokens);
+    if (runner.num_kv_blocks() < needed) {
+        return invalid_argument("the KV pool holds " + std::to_string(runner.num_kv_blocks()) + " blocks of " +
+                                std::to_string(block_tokens) + " tokens; batch " + std::to_string(max_batch) +
+                                " of " + std::to_string(context) + " tokens needs " + std::to_string(needed) +
+                                " (raise --gpu-memory-gb, or lower --batch or the lengths)");
+    }
     std::printf("%-8s %-8s %-8s %-14s %-14s %-14s\n", "batch", "prompt", "output", "prefill tok/s", "ms/step",
                 "output tok/s");
     for (int b : opts->batches) {

@@ -6,6 +6,7 @@
 
 #include "executor/cpu_runner.h"
 #include "executor/runner_factory.h"
+#include "placement_flags.h"
 #include "model/checkpoint.h"
 #include "sampling/sampler.h"
 #include "stop_tokens.h"
@@ -25,6 +26,7 @@ struct GenerateOptions {
     executor::DeviceKind device = executor::DeviceKind::kAuto;
     model::CheckpointOptions checkpoint;
     executor::KvCacheDtype kv_cache_dtype = executor::KvCacheDtype::kAuto;
+    PlacementFlags placement;   // --gpu-layers, --offload, --gpu-memory-gb
     bool ignore_eos = false;
     sampling::SamplingParams sampling;
 };
@@ -61,6 +63,9 @@ constexpr FlagSpec kFlags[] = {
     {.name = "kv-cache-dtype", .value_name = "auto|bf16|f16|fp32|fp8", .default_value = "auto",
      .help = "KV cache element type. CUDA: bf16 (auto) or fp8 (E4M3 with the checkpoint's k/v scales, 1.0 "
              "where it has none: twice the tokens); CPU: fp32 (auto), bf16 or f16 (half the memory: twice the tokens)"},
+    kGpuLayersFlag,
+    kOffloadFlag,
+    kGpuMemoryGbFlag,
     {.name = "ignore-eos", .kind = FlagKind::kBool, .help = "keep generating past the end-of-sequence token"},
 };
 // clang-format on
@@ -93,6 +98,9 @@ Result<GenerateOptions> parse_options(const CliArgs& flags) {
     auto kv_dtype = executor::parse_kv_cache_dtype(flags.get("kv-cache-dtype"));
     HICHAT_RETURN_IF_ERROR(kv_dtype.status());
     o.kv_cache_dtype = *kv_dtype;
+    auto placement = parse_placement_flags(flags);
+    HICHAT_RETURN_IF_ERROR(placement.status());
+    o.placement = *placement;
     o.sampling.temperature = static_cast<float>(*temperature);
     o.sampling.top_p = static_cast<float>(*top_p);
     o.sampling.top_k = static_cast<int>(*top_k);
@@ -130,13 +138,18 @@ Status run(const CliArgs& flags) {
                                           .max_num_seqs = 1,
                                           .max_num_tokens_per_step = static_cast<int>(prompt.size()),
                                           .max_context_tokens = static_cast<int>(total),
-                                          .kv_cache_dtype = opts->kv_cache_dtype};
+                                          .kv_cache_dtype = opts->kv_cache_dtype,
+                                          .gpu_layers = opts->placement.gpu_layers,
+                                          .offload = opts->placement.offload,
+                                          .gpu_memory_bytes = opts->placement.gpu_memory_bytes};
     const auto table = executor::identity_block_table(static_cast<int>(total), options.kv_block_size_tokens);
     auto choice = executor::choose_device(cfg, options, executor::cuda_presence());
     HICHAT_RETURN_IF_ERROR(choice.status());
     if (!choice->note.empty()) std::fprintf(stderr, "hichat generate: %s\n", choice->note.c_str());
-    auto made = executor::make_runner(**checkpoint, options);
+    std::string placement;
+    auto made = executor::make_runner(**checkpoint, options, &placement);
     HICHAT_RETURN_IF_ERROR(made.status());
+    if (!placement.empty()) std::fprintf(stderr, "hichat generate: layer placement:\n%s\n", placement.c_str());
     executor::ModelRunner& runner = **made;
     sampling::Sampler sampler(opts->sampling, static_cast<uint64_t>(Clock::now().time_since_epoch().count()));
     tokenizer::StreamingDetokenizer detok(**tok);

@@ -162,7 +162,7 @@ Status build_frontend(const ServeOptions& o, Frontend& f) {
 }
 
 executor::RunnerOptions runner_options(const ServeOptions& o) {
-    return {.device = o.device,
+    executor::RunnerOptions r{.device = o.device,
             .num_threads = o.num_threads,
             .cpu_kv_cache_bytes = o.kv_cache_bytes,
             .gpu_memory_fraction = o.gpu_memory_fraction,
@@ -171,6 +171,8 @@ executor::RunnerOptions runner_options(const ServeOptions& o) {
             .max_context_tokens = o.max_model_len,
             .host_kv_cache_bytes = o.host_kv_cache_bytes,
             .kv_cache_dtype = o.kv_cache_dtype};
+    o.placement.apply(r);
+    return r;
 }
 
 // The model folder's files (mapped, not yet converted): read before the server listens, so that a bad
@@ -206,8 +208,10 @@ Status open_model_files(const ServeOptions& o, LoadedModel& m) {
 
 // The runner (weights converted or uploaded, KV cache allocated) and the engine thread.
 Status start_engine(const ServeOptions& o, Frontend& f, LoadedModel& m) {
-    auto runner = executor::make_runner(*m.checkpoint, runner_options(o));
+    std::string placement;
+    auto runner = executor::make_runner(*m.checkpoint, runner_options(o), &placement);
     HICHAT_RETURN_IF_ERROR(runner.status());
+    if (!placement.empty()) std::fprintf(stderr, "hichat serve: layer placement:\n%s\n", placement.c_str());
     const int block_tokens = (*runner)->kv_block_size_tokens();
     engine::EngineConfig engine_config = o.engine;
     engine_config.max_model_len = o.max_model_len;

@@ -139,6 +139,9 @@ constexpr FlagSpec kFlags[] = {
              "where it has none: twice the tokens); CPU: fp32 (auto), bf16 or f16 (half the memory: twice the tokens)"},
     {.name = "gpu-memory-fraction", .kind = FlagKind::kNumber, .value_name = "F", .default_value = "0.9",
      .help = "CUDA KV cache: this share of the GPU memory free after the weights", .min = 0.05, .max = 0.99},
+    kGpuLayersFlag,
+    kOffloadFlag,
+    kGpuMemoryGbFlag,
     {.name = "no-prefix-cache", .kind = FlagKind::kBool,
      .help = "compute every prompt from scratch: no KV shared across requests (the cache is on by default)"},
     {.name = "host-kv-cache-gb", .kind = FlagKind::kNumber, .value_name = "GB",
@@ -232,6 +235,10 @@ Status check_device_flags(const CliArgs& flags, executor::DeviceKind device) {
                                    : "here: --device auto runs on the CPU (no CUDA device)";
     HICHAT_RETURN_IF_ERROR(needs(flags, "gpu-memory-fraction", !cpu_certain,
                                  "sizes the CUDA KV cache and has no effect " + on_cpu));
+    for (const char* f : {"gpu-layers", "offload", "gpu-memory-gb"}) {
+        HICHAT_RETURN_IF_ERROR(needs(flags, f, !cpu_certain,
+                                     "places layers between the GPU and the host and has no effect " + on_cpu));
+    }
     HICHAT_RETURN_IF_ERROR(needs(flags, "host-kv-cache-gb", !cpu_certain,
                                  "backs the CUDA KV cache (the CPU's is in RAM already: see --kv-cache-mb) and "
                                  "has no effect " + on_cpu));
@@ -430,6 +437,9 @@ Result<ServeOptions> parse_serve_options(const CliArgs& flags) {
     auto kv_dtype = executor::parse_kv_cache_dtype(flags.get("kv-cache-dtype"));
     HICHAT_RETURN_IF_ERROR(kv_dtype.status());
     o.kv_cache_dtype = *kv_dtype;
+    auto placement = parse_placement_flags(flags);
+    HICHAT_RETURN_IF_ERROR(placement.status());
+    o.placement = *placement;
     HICHAT_RETURN_IF_ERROR(check_device_flags(flags, o.device));
     auto fraction = flags.get_double("gpu-memory-fraction");
     HICHAT_RETURN_IF_ERROR(fraction.status());

@@ -12,6 +12,7 @@
 #include "cli_args.h"
 #include "engine/engine.h"
 #include "executor/runner_factory.h"
+#include "placement_flags.h"
 #include "flag_spec.h"
 #include "model/checkpoint.h"
 #include "session/session_store.h"
@@ -26,6 +27,7 @@ struct ServeOptions {
     executor::DeviceKind device = executor::DeviceKind::kAuto;
     model::CheckpointOptions checkpoint;   // --quantization
     executor::KvCacheDtype kv_cache_dtype = executor::KvCacheDtype::kAuto;
+    PlacementFlags placement;              // --gpu-layers, --offload, --gpu-memory-gb
     int num_threads = 0;                   // CPU compute threads; 0: all cores (default: see ThreadSplit)
     int64_t kv_cache_bytes = 0;            // CPU KV pool; 0: enough for max_num_seqs full contexts, <= 25% of RAM
     double gpu_memory_fraction = 0.9;      // CUDA KV pool: this share of the free memory after weights

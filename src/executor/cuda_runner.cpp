@@ -30,8 +30,8 @@ namespace {
 
 using cuda::bf16;
 
-template <typename T>
-T* ptr(const cuda::DeviceBuffer& b) {
+template <typename T, typename Buffer>   // cuda::DeviceBuffer or TensorView
+T* ptr(const Buffer& b) {
     return static_cast<T*>(b.data());
 }
 
@@ -106,6 +106,14 @@ struct CudaRunner::Impl {
     cuda::Gemm gemm;
     cudaStream_t stream = nullptr;
     cudaStream_t copy_stream = nullptr;   // host-tier copies
+    // Streamed layers: their weights go up on weight_stream into the two staging buffers in turn
+    // (layer i of them into stage i % 2), each copy after the layer that used the stage before it is
+    // done (freed) and before its own layer runs (loaded). A step's first copies wait for its start.
+    cudaStream_t weight_stream = nullptr;
+    std::array<cuda::DeviceBuffer, 2> stage;
+    std::array<cuda::CudaEvent, 2> stage_loaded, stage_freed;
+    cuda::CudaEvent step_begun;
+    std::vector<CudaLayerWeights> staged;   // [streamed layers] views into their stage
     int num_blocks = 0, num_host_blocks = 0, max_blocks_per_seq = 0, max_logit_rows = 0, max_graph_batch = 0;
     int32_t scratch_block = 0;   // one KV block outside the pool: where padded decode rows write
     int64_t q_width = 0, kv_width = 0, qkv_width = 0;
@@ -160,6 +168,7 @@ struct CudaRunner::Impl {
     }
 
     Status allocate();
+    Status allocate_stages();
     // The logits of every logit row, to the host; waits for the step.
     void forward(const ForwardBatch& batch, std::vector<float>& logits);
     // Enqueues a step whose ids (argmax, or sampled by `rows` where any row samples) are copied to the
@@ -189,7 +198,9 @@ struct CudaRunner::Impl {
     void enqueue_pick(int begin, int n, bool sampled);
     // The logprobs of logit rows [begin, begin + n), whose logits are in `logits` and ids in `ids`.
     void enqueue_logprobs(int begin, int n, int num_top);
-    void run_layer(int layer, const cuda::AttentionMetadata& m, int num_tokens);
+    void run_layer(int layer, const CudaLayerWeights& w, const cuda::AttentionMetadata& m, int num_tokens);
+    // Streamed layer i's weights (its pinned blob) into its stage on weight_stream, once the stage is free.
+    void enqueue_weight_copy(int i, bool wait_freed);
     void linear(const CudaLinear& w, const cuda::DeviceBuffer& in, void* out, cuda::GemmOut type, int t, int n, int k,
                 bool accumulate);
     void enqueue_decode_graph(const GraphKey& key, const cuda::AttentionMetadata& m);
@@ -209,6 +220,7 @@ struct CudaRunner::Impl {
 };
 
 Status CudaRunner::Impl::allocate() {
+    HICHAT_RETURN_IF_ERROR(allocate_stages());
     q_width = static_cast<int64_t>(cfg.num_heads) * cfg.head_dim;
     kv_width = static_cast<int64_t>(cfg.num_kv_heads) * cfg.head_dim;
     qkv_width = q_width + 2 * kv_width;
@@ -294,8 +306,8 @@ Status CudaRunner::Impl::allocate() {
     if (num_blocks <= 0) {
         size_t free_bytes = 0, total_bytes = 0;
         CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-        num_blocks = kv_pool_blocks({.budget_bytes = static_cast<int64_t>(static_cast<double>(free_bytes) *
-                                                                          config.gpu_memory_fraction),
+        const auto share = static_cast<int64_t>(static_cast<double>(free_bytes) * config.gpu_memory_fraction);
+        num_blocks = kv_pool_blocks({.budget_bytes = config.kv_budget_bytes > 0 ? std::min<int64_t>(config.kv_budget_bytes, share) : share,
                                      .bytes_per_block = static_cast<int64_t>(block_bytes),
                                      .max_num_seqs = config.max_num_seqs,
                                      .context_tokens = config.max_context_tokens,
@@ -402,14 +414,59 @@ void CudaRunner::Impl::upload_metadata(const ForwardBatch& batch, const std::opt
     CUDA_CHECK(cudaMemcpyAsync(meta.data(), host_meta.data(), layout.total * 4, cudaMemcpyHostToDevice, stream));
 }
 
-void CudaRunner::Impl::enqueue_layers(const cuda::AttentionMetadata& m) {
-    CUDA_CHECK(cuda::embedding(device_meta(layout.ids), ptr<int32_t>(ids), m.num_tokens, ptr<bf16>(weights.embed),
-                               cfg.hidden_size, ptr<float>(x), stream));
-    for (int layer = 0; layer < cfg.num_layers; ++layer) run_layer(layer, m, m.num_tokens);
+Status CudaRunner::Impl::allocate_stages() {
+    const int num_streamed = weights.num_streamed();
+    if (num_streamed == 0) return ok_status();
+    for (int i = 0; i < std::min(num_streamed, 2); ++i) {
+        auto buf = cuda::DeviceBuffer::allocate(weights.max_host_blob_bytes);
+        if (!buf.ok()) return buf.status();
+        stage[static_cast<size_t>(i)] = std::move(buf).value();
+    }
+    for (cuda::CudaEvent* e : {&step_begun, &stage_loaded[0], &stage_loaded[1], &stage_freed[0], &stage_freed[1]}) {
+        auto event = cuda::CudaEvent::create();
+        if (!event.ok()) return event.status();
+        *e = std::move(event).value();
+    }
+    const int first = weights.first_streamed();
+    for (int i = 0; i < num_streamed; ++i) {
+        staged.push_back(weights.layers[static_cast<size_t>(first + i)].rebased(
+            weights.host_blobs[static_cast<size_t>(i)].data(), stage[static_cast<size_t>(i % 2)].data()));
+    }
+    CUDA_CHECK(cudaStreamCreateWithFlags(&weight_stream, cudaStreamNonBlocking));
+    return ok_status();
 }
 
-void CudaRunner::Impl::run_layer(int layer, const cuda::AttentionMetadata& m, int t) {
-    const CudaLayerWeights& w = weights.layers[static_cast<size_t>(layer)];
+void CudaRunner::Impl::enqueue_weight_copy(int i, bool wait_freed) {
+    const auto s = static_cast<size_t>(i % 2);
+    if (wait_freed) CUDA_CHECK(stage_freed[s].make_wait(weight_stream));
+    const cuda::PinnedBuffer& blob = weights.host_blobs[static_cast<size_t>(i)];
+    CUDA_CHECK(cudaMemcpyAsync(stage[s].data(), blob.data(), blob.num_bytes(), cudaMemcpyHostToDevice, weight_stream));
+    CUDA_CHECK(stage_loaded[s].record(weight_stream));
+}
+
+// The resident layers, then the streamed ones: the first two copies start with the step (under the
+// resident layers), each later one as soon as the layer two before it has run.
+void CudaRunner::Impl::enqueue_layers(const cuda::AttentionMetadata& m) {
+    const int num_streamed = weights.num_streamed(), first = weights.first_streamed();
+    if (num_streamed > 0) {
+        CUDA_CHECK(step_begun.record(stream));
+        CUDA_CHECK(step_begun.make_wait(weight_stream));
+        for (int i = 0; i < std::min(num_streamed, 2); ++i) enqueue_weight_copy(i, /*wait_freed=*/false);
+    }
+    CUDA_CHECK(cuda::embedding(device_meta(layout.ids), ptr<int32_t>(ids), m.num_tokens, ptr<bf16>(weights.embed),
+                               cfg.hidden_size, ptr<float>(x), stream));
+    for (int layer = 0; layer < first; ++layer) run_layer(layer, weights.layers[static_cast<size_t>(layer)], m, m.num_tokens);
+    for (int i = 0; i < num_streamed; ++i) {
+        const auto s = static_cast<size_t>(i % 2);
+        CUDA_CHECK(stage_loaded[s].make_wait(stream));
+        run_layer(first + i, staged[static_cast<size_t>(i)], m, m.num_tokens);
+        if (i + 2 >= num_streamed) continue;
+        CUDA_CHECK(stage_freed[s].record(stream));
+        enqueue_weight_copy(i + 2, /*wait_freed=*/true);
+    }
+}
+
+void CudaRunner::Impl::run_layer(int layer, const CudaLayerWeights& w, const cuda::AttentionMetadata& m, int t) {
     const int hidden = cfg.hidden_size, inter = cfg.intermediate_size;
     CUDA_CHECK(cuda::rms_norm(ptr<float>(x), t, hidden, ptr<bf16>(w.attn_norm), cfg.rms_norm_eps, ptr<bf16>(h), stream));
     linear(w.qkv, h, qkv.data(), cuda::GemmOut::kBf16, t, static_cast<int>(qkv_width), hidden, false);
@@ -685,6 +742,10 @@ Result<std::unique_ptr<CudaRunner>> CudaRunner::create(const model::Checkpoint& 
     const std::optional<std::string> unsupported = cuda_unsupported_reason(
         checkpoint.config(), {.max_num_seqs = config.max_num_seqs, .max_num_tokens_per_step = config.max_num_tokens_per_step});
     if (unsupported) return unimplemented(*unsupported);
+    if (config.num_streamed_layers < 0 || config.num_streamed_layers > checkpoint.config().num_layers) {
+        return invalid_argument("streamed layers: " + std::to_string(config.num_streamed_layers) + ", the model has " +
+                                std::to_string(checkpoint.config().num_layers));
+    }
     if (!cuda::cuda_device_available()) return not_found("no CUDA device is available");
     CUDA_CHECK(cudaSetDevice(config.device));
     CudaRunnerConfig c = config;
@@ -700,7 +761,7 @@ Result<std::unique_ptr<CudaRunner>> CudaRunner::create(const model::Checkpoint& 
         if (max_tokens <= kFp8GemvTokens) return true;
         return probe.fp8_supported(kFp8GemvTokens + 1, static_cast<int>(n), static_cast<int>(k)) &&
                probe.fp8_supported(gemm_rows, static_cast<int>(n), static_cast<int>(k));
-    });
+    }, c.num_streamed_layers);
     if (!weights.ok()) return weights.status();
     auto impl = std::make_unique<Impl>(checkpoint, c, std::move(weights).value());
     HICHAT_RETURN_IF_ERROR(impl->allocate());
@@ -710,7 +771,7 @@ Result<std::unique_ptr<CudaRunner>> CudaRunner::create(const model::Checkpoint& 
 CudaRunner::CudaRunner(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 CudaRunner::~CudaRunner() {
     if (!impl_) return;
-    for (cudaStream_t s : {impl_->stream, impl_->copy_stream}) {
+    for (cudaStream_t s : {impl_->stream, impl_->copy_stream, impl_->weight_stream}) {
         if (s == nullptr) continue;
         cudaStreamSynchronize(s);
         cudaStreamDestroy(s);

@@ -31,6 +31,13 @@ struct CudaRunnerConfig {
     // device pool holds at most cudaDevAttrMaxPitch / (one block's row of one layer's K) blocks, so
     // that a block moves as one 2D copy (2 * layers rows of block_size * kv_width elements).
     int64_t host_kv_cache_bytes = 0;
+    // Streamed layers (issue 21): the last this many decoder layers keep their weights in pinned host
+    // memory; each step copies them to the device layer by layer on a copy stream, two staging buffers
+    // in turn, each copy overlapping the compute of the layer before. Their KV stays on the device.
+    int num_streamed_layers = 0;
+    // > 0: the KV pool's budget in bytes (a --gpu-memory-gb plan's remainder), in place of
+    // gpu_memory_fraction of the free memory.
+    int64_t kv_budget_bytes = 0;
 };
 
 class CudaRunner final : public ModelRunner {

@@ -3,6 +3,8 @@
 #include <sys/sysinfo.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <string>
 
@@ -12,6 +14,7 @@
 #include "executor/kv_pool_size.h"
 #ifdef HICHAT_HAVE_CUDA
 #include "backend/cuda/device_info.h"
+#include "backend/cuda/device_probe.h"
 #include "executor/cuda_runner.h"
 #endif
 
@@ -65,10 +68,84 @@ bool cuda_kv_fp8(const RunnerOptions& o) { return o.kv_cache_dtype == KvCacheDty
     return o.host_kv_cache_bytes < 0 ? host_kv_auto_bytes() : o.host_kv_cache_bytes;
 }
 
+// What the CUDA runner's workspaces take for a step shape (activations of the largest step, logits of
+// the most rows, attention's split workspace left out) plus 512 MiB for cuBLAS, the CUDA context's
+// growth and graphs: the part of the GPU budget the planner does not see.
+[[maybe_unused]] int64_t cuda_workspace_bytes(const model::ModelConfig& cfg, const CudaStepShape& step) {
+    const int64_t t = step.max_num_tokens_per_step, hidden = cfg.hidden_size, inter = cfg.intermediate_size;
+    const int64_t q = int64_t{cfg.num_heads} * cfg.head_dim, kv = int64_t{cfg.num_kv_heads} * cfg.head_dim;
+    const int64_t per_token = hidden * 4 + hidden * 2 + (q + 2 * kv) * 2 + 2 * q * 2 + 2 * inter * 2 + inter * 2;
+    return t * per_token + int64_t{step.max_num_seqs} * cfg.vocab_size * 4 * 2 + (int64_t{512} << 20);
+}
+
+// The placement inputs for this model on the probed device: the budget is --gpu-memory-gb or the free
+// memory, less the workspaces; the KV to plan for is max_num_seqs full contexts, but at most half the
+// budget and at least one full context (the runner's minimum): a server's defaults (256 sequences of
+// the model's whole context) would otherwise leave no room for layers, and its pool takes what the
+// budget leaves anyway. The CPU's rates are unused while CPU layers are refused.
+[[maybe_unused]] PlacementInputs placement_inputs(const model::ModelConfig& cfg, const RunnerOptions& o, int context,
+                                                  int64_t free_bytes, double h2d, double hbm, double flops) {
+    const bool fp8 = cfg.quant.quantized() && cfg.quant.weight_dtype == DType::kF8E4M3 &&
+                     cfg.quant.weight_scale != model::WeightScaleKind::kBlock;
+    const int64_t budget = (o.gpu_memory_bytes > 0 ? o.gpu_memory_bytes : free_bytes) -
+                           cuda_workspace_bytes(cfg, step_shape(o));
+    const ModelFootprint model =
+        model_footprint(cfg, fp8 ? DType::kF8E4M3 : DType::kBF16, cuda_kv_fp8(o) ? DType::kF8E4M3 : DType::kBF16);
+    const int64_t kv_token_bytes = std::max<int64_t>(1, model.kv_bytes_per_token_layer * model.num_layers);
+    const int64_t kv_tokens = std::max<int64_t>(
+        context, std::min<int64_t>(int64_t{std::max(1, o.max_num_seqs)} * context, budget / 2 / kv_token_bytes));
+    return {.model = model,
+            .machine = {.gpu_budget_bytes = std::max<int64_t>(budget, 0),
+                        .host_budget_bytes = host_memory_bytes(),
+                        .gpu_memory_bytes_per_s = hbm,
+                        .gpu_flops_per_s = flops,
+                        .pcie_bytes_per_s = h2d,
+                        .cpu_memory_bytes_per_s = 1,
+                        .cpu_flops_per_s = 1},
+            .num_tokens_kv = kv_tokens,
+            .num_tokens_step = std::max(1, o.max_num_seqs),
+            .gpu_layers = o.gpu_layers,
+            .offload = OffloadMode::kStream};
+}
+
 Result<std::unique_ptr<ModelRunner>> make_cuda_runner(const model::Checkpoint& checkpoint, const RunnerOptions& o,
-                                                      int context) {
+                                                      int context, std::string* placement) {
 #ifdef HICHAT_HAVE_CUDA
     const CudaStepShape step = step_shape(o);
+    const model::ModelConfig& cfg = checkpoint.config();
+    int num_streamed = 0;
+    int64_t kv_budget = 0;
+    const bool placing = o.gpu_layers >= 0 || o.gpu_memory_bytes > 0 || o.offload != OffloadMode::kAuto;
+    auto probe = cuda::probe_device(placing ? size_t{256} << 20 : size_t{1} << 20);
+    if (!probe.ok()) return probe.status();
+    PlacementInputs in = placement_inputs(cfg, o, context, probe->free_bytes, probe->h2d_bytes_per_s,
+                                          probe->memory_bytes_per_s, probe->bf16_flops_per_s);
+    auto plan = plan_placement(in);
+    if (placing || (plan.ok() && plan->num_layers_gpu < cfg.num_layers)) {
+        if (!placing) {   // rates measured on a real-sized copy for the log
+            probe = cuda::probe_device();
+            if (!probe.ok()) return probe.status();
+            in = placement_inputs(cfg, o, context, probe->free_bytes, probe->h2d_bytes_per_s, probe->memory_bytes_per_s,
+                                  probe->bf16_flops_per_s);
+            plan = plan_placement(in);
+        }
+        if (!plan.ok()) {
+            char what[160];
+            std::snprintf(what, sizeof(what), "%s %.3f GiB less the step's workspaces (%.3f GiB): ",
+                          o.gpu_memory_bytes > 0 ? "--gpu-memory-gb" : "free GPU memory",
+                          static_cast<double>(o.gpu_memory_bytes > 0 ? o.gpu_memory_bytes : probe->free_bytes) / (1 << 30),
+                          static_cast<double>(cuda_workspace_bytes(cfg, step)) / (1 << 30));
+            return Status(plan.status().code(), what + plan.status().message());
+        }
+        num_streamed = plan->num_layers_stream;
+        if (o.gpu_memory_bytes > 0) kv_budget = in.machine.gpu_budget_bytes - plan->weight_bytes_gpu - plan->stream_buffer_bytes;
+        if (placement != nullptr) {
+            char line[192];
+            std::snprintf(line, sizeof(line), "\nmeasured: PCIe host->device %.1f GB/s, GPU memory %.0f GB/s, bf16 peak %.0f TFLOP/s",
+                          probe->h2d_bytes_per_s / 1e9, probe->memory_bytes_per_s / 1e9, probe->bf16_flops_per_s / 1e12);
+            *placement = describe(*plan) + line;
+        }
+    }
     auto r = CudaRunner::create(checkpoint, {.gpu_memory_fraction = o.gpu_memory_fraction,
                                              .num_kv_blocks = o.num_kv_blocks,
                                              .kv_block_size_tokens = o.kv_block_size_tokens,
@@ -76,16 +153,24 @@ Result<std::unique_ptr<ModelRunner>> make_cuda_runner(const model::Checkpoint& c
                                              .max_num_seqs = step.max_num_seqs,
                                              .max_context_tokens = context,
                                              .kv_fp8 = cuda_kv_fp8(o),
-                                             .host_kv_cache_bytes = cuda_host_kv_bytes(checkpoint.config(), o)});
+                                             .host_kv_cache_bytes = cuda_host_kv_bytes(checkpoint.config(), o),
+                                             .num_streamed_layers = num_streamed,
+                                             .kv_budget_bytes = kv_budget});
     if (!r.ok()) return r.status();
     return std::unique_ptr<ModelRunner>(std::move(r).value());
 #else
-    (void)checkpoint, (void)o, (void)context;
+    (void)checkpoint, (void)o, (void)context, (void)placement;
     return unimplemented("--device cuda: this build has no CUDA backend");
 #endif
 }
 
 }  // namespace
+
+int64_t host_memory_bytes() {
+    struct sysinfo si {};
+    sysinfo(&si);
+    return static_cast<int64_t>(si.totalram) * si.mem_unit;
+}
 
 int64_t host_kv_auto_bytes() {
     int64_t available = 0;
@@ -109,6 +194,22 @@ Result<DeviceKind> parse_device_kind(const std::string& text) {
     if (text == "cpu") return DeviceKind::kCpu;
     if (text == "cuda") return DeviceKind::kCuda;
     return invalid_argument("--device must be auto, cpu or cuda, got '" + text + "'");
+}
+
+Result<int> parse_gpu_layers(const std::string& text) {
+    if (text == "auto") return -1;
+    char* end = nullptr;
+    const long v = std::strtol(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || v < 0 || v > 100000)
+        return invalid_argument("--gpu-layers must be auto or a layer count >= 0, got '" + text + "'");
+    return static_cast<int>(v);
+}
+
+Result<OffloadMode> parse_offload_mode(const std::string& text) {
+    if (text == "auto") return OffloadMode::kAuto;
+    if (text == "cpu") return OffloadMode::kCpu;
+    if (text == "stream") return OffloadMode::kStream;
+    return invalid_argument("--offload must be auto, cpu or stream, got '" + text + "'");
 }
 
 Result<KvCacheDtype> parse_kv_cache_dtype(const std::string& text) {
@@ -207,6 +308,18 @@ Result<DeviceChoice> choose_device(const model::ModelConfig& cfg, const RunnerOp
                              " keeps its KV cache in bf16 or fp8 (use auto, bf16 or fp8; f16 and fp32 are the CPU "
                              "runner's)");
     }
+    if (o.offload == OffloadMode::kCpu) {
+        return unimplemented("--offload cpu: decoder layers on the CPU inside a CUDA run are not built yet; use "
+                             "--offload stream (weights streamed to the GPU over PCIe) or auto");
+    }
+    if (choice->device == DeviceKind::kCpu) {
+        const char* flag = o.gpu_layers >= 0 ? "--gpu-layers" : o.gpu_memory_bytes > 0 ? "--gpu-memory-gb"
+                           : o.offload != OffloadMode::kAuto ? "--offload" : nullptr;
+        if (flag != nullptr) {
+            return unimplemented(std::string(flag) + ": places layers between the GPU and the host, but the CPU runner" +
+                                 (o.device == DeviceKind::kCpu ? "" : " (which runs here)") + " holds every layer");
+        }
+    }
     if (choice->device == DeviceKind::kCuda) append_note(*choice, kv_cache_note(cfg, o));
     if (!cfg.quant.quantized()) return choice;
     if (!choice->note.empty()) choice->note += "; ";
@@ -224,12 +337,14 @@ Result<DeviceChoice> choose_device(const model::ModelConfig& cfg, const RunnerOp
     return choice;
 }
 
-Result<std::unique_ptr<ModelRunner>> make_runner(const model::Checkpoint& checkpoint, const RunnerOptions& o) {
+Result<std::unique_ptr<ModelRunner>> make_runner(const model::Checkpoint& checkpoint, const RunnerOptions& o,
+                                                 std::string* placement) {
+    if (placement != nullptr) placement->clear();
     const model::ModelConfig& cfg = checkpoint.config();
     const int context = context_tokens(cfg, o);
     auto choice = choose_device(cfg, o, cuda_presence());
     if (!choice.ok()) return choice.status();
-    if (choice->device == DeviceKind::kCuda) return make_cuda_runner(checkpoint, o, context);
+    if (choice->device == DeviceKind::kCuda) return make_cuda_runner(checkpoint, o, context, placement);
     const Result<DType> kv_dtype = cpu_kv_dtype(o.kv_cache_dtype);
     if (!kv_dtype.ok()) return kv_dtype.status();
     return std::unique_ptr<ModelRunner>(std::make_unique<CpuRunner>(

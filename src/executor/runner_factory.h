@@ -9,6 +9,7 @@
 #include "base/dtype.h"
 #include "base/status.h"
 #include "executor/model_runner.h"
+#include "executor/placement_plan.h"
 #include "model/checkpoint.h"
 
 namespace hichat::executor {
@@ -51,7 +52,24 @@ struct RunnerOptions {
     int64_t host_kv_cache_bytes = 0;
     int num_host_kv_blocks = 0;             // > 0: exactly this many host-tier blocks, on either device (tests)
     KvCacheDtype kv_cache_dtype = KvCacheDtype::kAuto;
+    // Layer placement on CUDA (issue 21; placement_plan.h). gpu_layers (--gpu-layers): -1 auto, every
+    // decoder layer that fits the GPU budget beside one full context's KV and the step's workspaces;
+    // else the first N layers on the GPU. The others run as `offload` says (--offload; today streamed:
+    // layers on the CPU inside a CUDA run are refused by name). gpu_memory_bytes (--gpu-memory-gb): the
+    // GPU budget for weights, streaming buffers, workspaces and KV; 0: the device's free memory (the
+    // KV pool then takes gpu_memory_fraction of what is left, as without placement).
+    int gpu_layers = -1;
+    OffloadMode offload = OffloadMode::kAuto;
+    int64_t gpu_memory_bytes = 0;
 };
+
+// "auto" (-1) or a count >= 0, naming --gpu-layers in errors.
+Result<int> parse_gpu_layers(const std::string& text);
+// "auto", "cpu", "stream", naming --offload in errors.
+Result<OffloadMode> parse_offload_mode(const std::string& text);
+
+// The machine's RAM in bytes (sysinfo).
+int64_t host_memory_bytes();
 
 // The default host tier on CUDA: a fifth of the available RAM (MemAvailable), at most 64 GiB.
 int64_t host_kv_auto_bytes();
@@ -76,11 +94,17 @@ struct DeviceChoice {
 // Errors, for --device cuda only, checked in this order: the model or the step sizes unsupported on
 // CUDA (kUnimplemented, naming the value and what is supported, in every build), no CUDA backend in
 // this build (kUnimplemented), no device (kNotFound). On any device: --kv-cache-dtype fp8 where the CPU
-// runs, f16 or fp32 where CUDA runs (kUnimplemented, naming the flag and value).
+// runs, f16 or fp32 where CUDA runs (kUnimplemented, naming the flag and value); a placement flag
+// (--gpu-layers, --offload, --gpu-memory-gb) where the CPU runs, and --offload cpu anywhere (CPU layers
+// inside a CUDA step are not built yet), kUnimplemented naming the flag.
 Result<DeviceChoice> choose_device(const model::ModelConfig& cfg, const RunnerOptions& options, CudaPresence presence);
 
 // Builds the runner on choose_device(cfg, options, cuda_presence())'s device; its errors, and the CUDA
-// runner's (not enough device memory).
-Result<std::unique_ptr<ModelRunner>> make_runner(const model::Checkpoint& checkpoint, const RunnerOptions& options);
+// runner's (not enough device memory). On CUDA, when a placement flag is given or the model does not
+// fit the device, the layers are placed by plan_placement() with the device probed (probe_device()),
+// its errors (a budget too small) returned as they are; `placement`, when given, gets describe()'s
+// block for the log (empty when every layer is on the GPU without planning).
+Result<std::unique_ptr<ModelRunner>> make_runner(const model::Checkpoint& checkpoint, const RunnerOptions& options,
+                                                 std::string* placement = nullptr);
 
 }  // namespace hichat::executor

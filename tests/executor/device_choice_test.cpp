@@ -311,3 +311,63 @@ TEST_F(HeadDim32Checkpoint, CudaIsAnErrorNotAnAbort) {
 
 }  // namespace
 }  // namespace hichat::executor
+
+namespace hichat::executor {
+namespace {
+
+TEST(Placement, ParsesGpuLayersAndOffloadAndNamesTheFlagOtherwise) {
+    EXPECT_EQ(*parse_gpu_layers("auto"), -1);
+    EXPECT_EQ(*parse_gpu_layers("0"), 0);
+    EXPECT_EQ(*parse_gpu_layers("17"), 17);
+    for (const char* bad : {"", "-1", "x", "3.5", "12a"}) {
+        auto r = parse_gpu_layers(bad);
+        ASSERT_FALSE(r.ok()) << bad;
+        EXPECT_TRUE(contains(r.status().message(), "--gpu-layers")) << r.status().message();
+    }
+    EXPECT_EQ(*parse_offload_mode("auto"), OffloadMode::kAuto);
+    EXPECT_EQ(*parse_offload_mode("cpu"), OffloadMode::kCpu);
+    EXPECT_EQ(*parse_offload_mode("stream"), OffloadMode::kStream);
+    auto bad = parse_offload_mode("disk");
+    ASSERT_FALSE(bad.ok());
+    EXPECT_TRUE(contains(bad.status().message(), "--offload")) << bad.status().message();
+}
+
+// Where the CPU runner holds every layer, a placement flag is refused by name, never ignored.
+TEST(Placement, FlagsAreRefusedByNameWhereTheCpuRuns) {
+    struct Case {
+        void (*set)(RunnerOptions&);
+        const char* flag;
+    };
+    const Case cases[] = {{[](RunnerOptions& o) { o.gpu_layers = 4; }, "--gpu-layers"},
+                          {[](RunnerOptions& o) { o.gpu_memory_bytes = int64_t{8} << 30; }, "--gpu-memory-gb"},
+                          {[](RunnerOptions& o) { o.offload = OffloadMode::kStream; }, "--offload"}};
+    for (const Case& c : cases) {
+        RunnerOptions o{.device = DeviceKind::kCpu};
+        c.set(o);
+        auto choice = choose_device(config_with_head_dim(64), o, CudaPresence::kPresent);
+        ASSERT_FALSE(choice.ok()) << c.flag;
+        EXPECT_EQ(choice.status().code(), StatusCode::kUnimplemented);
+        EXPECT_TRUE(contains(choice.status().message(), c.flag)) << choice.status().message();
+        o.device = DeviceKind::kAuto;   // auto without a device: the CPU runs
+        choice = choose_device(config_with_head_dim(64), o, CudaPresence::kNoDevice);
+        ASSERT_FALSE(choice.ok()) << c.flag;
+        EXPECT_TRUE(contains(choice.status().message(), "which runs here")) << choice.status().message();
+    }
+}
+
+// CPU layers inside a CUDA run are not built: --offload cpu is refused by name on any device.
+TEST(Placement, OffloadCpuIsRefusedByName) {
+    for (CudaPresence presence : {CudaPresence::kPresent, CudaPresence::kNoDevice}) {
+        RunnerOptions o{.device = DeviceKind::kAuto, .offload = OffloadMode::kCpu};
+        auto choice = choose_device(config_with_head_dim(64), o, presence);
+        ASSERT_FALSE(choice.ok());
+        EXPECT_TRUE(contains(choice.status().message(), "--offload cpu")) << choice.status().message();
+    }
+    RunnerOptions streamed{.device = DeviceKind::kAuto, .gpu_layers = 1, .offload = OffloadMode::kStream};
+    auto choice = choose_device(config_with_head_dim(64), streamed, CudaPresence::kPresent);
+    ASSERT_TRUE(choice.ok()) << choice.status().message();
+    EXPECT_EQ(choice->device, DeviceKind::kCuda);
+}
+
+}  // namespace
+}  // namespace hichat::executor

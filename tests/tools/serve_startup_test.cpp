@@ -99,6 +99,11 @@ TEST_F(ServeStartupTest, FlagsThatWouldDoNothingAreRefusedByName) {
     expect_refused("--device cpu --gpu-memory-fraction 0.5", {"--gpu-memory-fraction", "--device cpu"});
     expect_refused("--device cuda --kv-cache-mb 64", {"--kv-cache-mb", "--device cuda"});
     expect_refused("--device cpu --host-kv-cache-gb 4", {"--host-kv-cache-gb", "--device cpu"});
+    expect_refused("--device cpu --gpu-layers 4", {"--gpu-layers", "--device cpu"});
+    expect_refused("--device cpu --offload stream", {"--offload", "--device cpu"});
+    expect_refused("--device cpu --gpu-memory-gb 8", {"--gpu-memory-gb", "--device cpu"});
+    expect_refused("--gpu-layers some", {"--gpu-layers", "some"});
+    expect_refused("--offload disk", {"--offload", "disk"});
     expect_refused("--device cuda --no-prefix-cache --host-kv-cache-gb 4", {"--host-kv-cache-gb", "--no-prefix-cache"});
     expect_refused("--device cuda --threads 2", {"--threads", "--device cuda"});
     expect_refused("--api-key-file " + (dir_ / "empty.txt").string(), {"--api-key-file", "no keys"});
