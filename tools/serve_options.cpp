@@ -244,10 +244,13 @@ Status check_device_flags(const CliArgs& flags, executor::DeviceKind device) {
                                  "has no effect " + on_cpu));
     HICHAT_RETURN_IF_ERROR(needs(flags, "host-kv-cache-gb", !flags.has("no-prefix-cache"),
                                  "keeps prefix-cache blocks and has no effect with --no-prefix-cache"));
-    for (const char* f : {"kv-cache-mb", "threads"}) {
-        HICHAT_RETURN_IF_ERROR(needs(flags, f, device != DeviceKind::kCuda,
-                                     "applies to the CPU runner and has no effect with --device cuda"));
-    }
+    HICHAT_RETURN_IF_ERROR(needs(flags, "kv-cache-mb", device != DeviceKind::kCuda,
+                                 "applies to the CPU runner and has no effect with --device cuda"));
+    const bool cpu_layers_possible = flags.get("offload") != "stream" &&
+                                     (flags.has("gpu-layers") || flags.has("gpu-memory-gb") || flags.has("offload"));
+    HICHAT_RETURN_IF_ERROR(needs(flags, "threads", device != DeviceKind::kCuda || cpu_layers_possible,
+                                 "applies to the CPU runner (or to layers on the CPU: --offload cpu|auto with "
+                                 "--gpu-layers or --gpu-memory-gb) and has no effect with --device cuda"));
     if (device == DeviceKind::kCuda && !cuda_present) {
         return invalid_argument(
             "--device cuda: no CUDA device (this build has no CUDA backend, or no device is "

@@ -24,11 +24,12 @@ void grow(std::vector<float>& v, int64_t n) {
 
 CpuRunner::CpuRunner(const model::Checkpoint& checkpoint, const CpuRunnerConfig& config)
     : cfg_(checkpoint.config()),
-      host_weights_(checkpoint.weights(), resolve_threads(config.num_threads)),
+      first_layer_(config.first_layer),
+      host_weights_(checkpoint.weights(), resolve_threads(config.num_threads), config.first_layer),
       weights_(host_weights_.weights()),
       inv_freq_(model::rope_inv_freq(cfg_)),
       pool_(resolve_threads(config.num_threads)),
-      kv_(cfg_.num_layers, cfg_.num_kv_heads, cfg_.head_dim, config.num_kv_blocks, config.kv_block_size_tokens,
+      kv_(cfg_.num_layers - config.first_layer, cfg_.num_kv_heads, cfg_.head_dim, config.num_kv_blocks, config.kv_block_size_tokens,
           config.kv_dtype),
       num_host_blocks_(config.num_host_kv_blocks),
       host_kv_(static_cast<size_t>(std::max(num_host_blocks_, 0) * kv_.block_bytes())) {}
@@ -52,6 +53,7 @@ std::vector<int32_t> identity_block_table(int num_tokens, int block_size_tokens)
 }
 
 void CpuRunner::forward(const ForwardBatch& batch, std::vector<float>& logits) {
+    CHECK_EQ(first_layer_, 0) << "forward() on a runner of the later layers only";
     prepare(batch);
     const int64_t num_tokens = batch.num_tokens();
     std::vector<int32_t> ids;
@@ -60,6 +62,14 @@ void CpuRunner::forward(const ForwardBatch& batch, std::vector<float>& logits) {
     cpu::embedding(ids.data(), num_tokens, weights_.embed_tokens, ws_.x.data());
     for (int layer = 0; layer < cfg_.num_layers; ++layer) run_layer(layer, batch);
     compute_logits(batch, logits);
+}
+
+void CpuRunner::run_layers(const ForwardBatch& batch, float* x) {
+    prepare(batch);
+    const size_t count = static_cast<size_t>(batch.num_tokens()) * static_cast<size_t>(cfg_.hidden_size);
+    std::memcpy(ws_.x.data(), x, count * sizeof(float));
+    for (int layer = first_layer_; layer < cfg_.num_layers; ++layer) run_layer(layer, batch);
+    std::memcpy(x, ws_.x.data(), count * sizeof(float));
 }
 
 // Sizes the workspaces, lays out each token's position and its RoPE angles (shared by all layers).
@@ -129,10 +139,10 @@ void CpuRunner::attention(int layer, const ForwardBatch& batch) {
     for (const auto& s : batch.seqs) {
         const auto n = static_cast<int64_t>(s.tokens.size());
         for (int64_t i = 0; i < n; ++i) {
-            kv_.write(layer, s.block_table, s.pos0 + static_cast<int>(i), ws_.k.data() + (row + i) * kv_width,
+            kv_.write(layer - first_layer_, s.block_table, s.pos0 + static_cast<int>(i), ws_.k.data() + (row + i) * kv_width,
                       ws_.v.data() + (row + i) * kv_width);
         }
-        cpu::paged_attention(ws_.q.data() + row * q_width, q_width, n, s.pos0, kv_.keys(layer), kv_.values(layer),
+        cpu::paged_attention(ws_.q.data() + row * q_width, q_width, n, s.pos0, kv_.keys(layer - first_layer_), kv_.values(layer - first_layer_),
                              kv_.dtype(), kv_width, s.block_table.data(), kv_.block_size_tokens(), cfg_.num_heads,
                              cfg_.num_kv_heads, cfg_.head_dim, scale, ws_.attn.data() + row * q_width, pool_);
         row += n;

@@ -22,6 +22,10 @@ struct CpuRunnerConfig {
     DType kv_dtype = kCpuKvAutoDtype;  // the KV pool's elements: kBF16, kF16 or kF32
     int num_host_kv_blocks = 0;    // a host tier: a second store that blocks are copied to and from
                                    // (the device pool is host memory already: for tests of the tier)
+    // > 0: this runner holds and runs only layers [first_layer, num_layers) through run_layers(), for
+    // a CUDA run that keeps its first layers, the embedding and the lm_head on the GPU (issue 21);
+    // forward() is then refused (CHECK).
+    int first_layer = 0;
 };
 
 class CpuRunner final : public ModelRunner {
@@ -40,6 +44,10 @@ public:
     // sequence's cached prefix and fit its block table (CHECKed: the scheduler guarantees it).
     void forward(const ForwardBatch& batch, std::vector<float>& logits) override;
 
+    // Layers [first_layer, num_layers) on the residual rows `x` ([batch.num_tokens(), hidden] fp32, in
+    // the batch's token order), in place; appends each sequence's K/V of those layers to its blocks.
+    void run_layers(const ForwardBatch& batch, float* x);
+
 private:
     struct Workspace {
         std::vector<float> x, h, q, k, v, attn, gate, up, rows;
@@ -53,6 +61,7 @@ private:
     void compute_logits(const ForwardBatch& batch, std::vector<float>& logits);
 
     const model::ModelConfig& cfg_;
+    int first_layer_;
     model::HostWeights host_weights_;
     const model::ModelWeights& weights_;  // host_weights_'s
     std::vector<float> inv_freq_;  // [head_dim / 2]

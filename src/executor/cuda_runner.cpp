@@ -21,6 +21,7 @@
 #include "backend/cuda/gemm.h"
 #include "backend/cuda/ops.h"
 #include "base/check.h"
+#include "executor/cpu_runner.h"
 #include "executor/cuda_support.h"
 #include "executor/cuda_weights.h"
 #include "executor/kv_pool_size.h"
@@ -114,6 +115,9 @@ struct CudaRunner::Impl {
     std::array<cuda::CudaEvent, 2> stage_loaded, stage_freed;
     cuda::CudaEvent step_begun;
     std::vector<CudaLayerWeights> staged;   // [streamed layers] views into their stage
+    int num_device_layers = 0;              // the layers the GPU computes (and keeps KV for)
+    std::unique_ptr<CpuRunner> cpu;         // the CPU's layers, when any
+    cuda::PinnedBuffer host_x;              // the residual rows crossing to the CPU and back
     int num_blocks = 0, num_host_blocks = 0, max_blocks_per_seq = 0, max_logit_rows = 0, max_graph_batch = 0;
     int32_t scratch_block = 0;   // one KV block outside the pool: where padded decode rows write
     int64_t q_width = 0, kv_width = 0, qkv_width = 0;
@@ -161,6 +165,7 @@ struct CudaRunner::Impl {
         : cfg(ckpt.config()),
           config(c),
           weights(std::move(w)),
+          num_device_layers(static_cast<int>(weights.layers.size())),
           max_blocks_per_seq((c.max_context_tokens + c.kv_block_size_tokens - 1) / c.kv_block_size_tokens) {
         // A layer without calibrated scales takes 1.0 (choose_device()'s note says so).
         for (const model::LayerWeights& l : ckpt.weights().layers)
@@ -188,8 +193,11 @@ struct CudaRunner::Impl {
     void upload_metadata(const ForwardBatch& batch, const std::optional<GraphKey>& key,
                          std::span<const RowSampling> sampling, const cuda::PinnedBuffer& host_meta,
                          cuda::AttentionMetadata& m);
-    // Embedding (placeholder ids resolved from the last step's device ids) and the layers.
-    void enqueue_layers(const cuda::AttentionMetadata& m);
+    // Embedding (placeholder ids resolved from the last step's device ids) and the layers; the CPU's
+    // layers (when any) run before this returns, on `batch`.
+    void enqueue_layers(const cuda::AttentionMetadata& m, const ForwardBatch& batch);
+    // The residual rows to the host, the CPU's layers, and back (the host waits for the GPU's part).
+    void run_cpu_layers(const ForwardBatch& batch, int num_tokens);
     // Final norm and LM head of logit rows [begin, begin + n) into `logits`. Logit rows are tokens in
     // increasing order, so when every token is one (decode steps) row i is token i: no gather.
     void enqueue_lm_head(int begin, int n);
@@ -203,7 +211,7 @@ struct CudaRunner::Impl {
     void enqueue_weight_copy(int i, bool wait_freed);
     void linear(const CudaLinear& w, const cuda::DeviceBuffer& in, void* out, cuda::GemmOut type, int t, int n, int k,
                 bool accumulate);
-    void enqueue_decode_graph(const GraphKey& key, const cuda::AttentionMetadata& m);
+    void enqueue_decode_graph(const GraphKey& key, const cuda::AttentionMetadata& m, const ForwardBatch& batch);
     void copy_kv_blocks(std::span<const kv::BlockCopy> copies);
     size_t kv_elem_bytes() const { return config.kv_fp8 ? 1 : 2; }
     // K of one layer for one block: one row of a block's 2D copy.
@@ -276,6 +284,7 @@ Status CudaRunner::Impl::allocate() {
         return ok_status();
     };
     HICHAT_RETURN_IF_ERROR(pinned(host_logits, static_cast<size_t>(max_logit_rows) * cfg.vocab_size * 4));
+    if (num_device_layers < cfg.num_layers) HICHAT_RETURN_IF_ERROR(pinned(host_x, t * cfg.hidden_size * 4));
     for (Slot& slot : slots) {
         HICHAT_RETURN_IF_ERROR(pinned(slot.meta, meta_ints * 4));
         HICHAT_RETURN_IF_ERROR(pinned(slot.ids, t * 4));
@@ -288,7 +297,7 @@ Status CudaRunner::Impl::allocate() {
 
     // The host tier first (pinned host memory), then the KV pool takes what is left of the device, at most
     // max_num_seqs full contexts (or what the config asks for).
-    const size_t block_bytes = kv_block_row_bytes() * 2 * cfg.num_layers;
+    const size_t block_bytes = kv_block_row_bytes() * 2 * static_cast<size_t>(num_device_layers);
     if (config.host_kv_cache_bytes > 0) {
         num_host_blocks = static_cast<int>(std::min<int64_t>(config.host_kv_cache_bytes / static_cast<int64_t>(block_bytes),
                                                              std::numeric_limits<int32_t>::max()));
@@ -331,7 +340,7 @@ Status CudaRunner::Impl::allocate() {
 
 std::optional<GraphKey> CudaRunner::Impl::decode_graph_key(const ForwardBatch& batch, bool sampled, bool picks) const {
     const int n = static_cast<int>(batch.seqs.size());
-    if (n == 0 || n > max_graph_batch) return std::nullopt;
+    if (n == 0 || n > max_graph_batch || cpu) return std::nullopt;
     int max_kv = 0;
     for (const ForwardSeq& seq : batch.seqs) {
         if (seq.tokens.size() != 1 || seq.all_logits) return std::nullopt;
@@ -446,7 +455,7 @@ void CudaRunner::Impl::enqueue_weight_copy(int i, bool wait_freed) {
 
 // The resident layers, then the streamed ones: the first two copies start with the step (under the
 // resident layers), each later one as soon as the layer two before it has run.
-void CudaRunner::Impl::enqueue_layers(const cuda::AttentionMetadata& m) {
+void CudaRunner::Impl::enqueue_layers(const cuda::AttentionMetadata& m, const ForwardBatch& batch) {
     const int num_streamed = weights.num_streamed(), first = weights.first_streamed();
     if (num_streamed > 0) {
         CUDA_CHECK(step_begun.record(stream));
@@ -464,6 +473,15 @@ void CudaRunner::Impl::enqueue_layers(const cuda::AttentionMetadata& m) {
         CUDA_CHECK(stage_freed[s].record(stream));
         enqueue_weight_copy(i + 2, /*wait_freed=*/true);
     }
+    if (cpu) run_cpu_layers(batch, m.num_tokens);
+}
+
+void CudaRunner::Impl::run_cpu_layers(const ForwardBatch& batch, int num_tokens) {
+    const size_t bytes = static_cast<size_t>(num_tokens) * static_cast<size_t>(cfg.hidden_size) * 4;
+    CUDA_CHECK(cudaMemcpyAsync(host_x.data(), x.data(), bytes, cudaMemcpyDeviceToHost, stream));
+    CUDA_CHECK(cudaStreamSynchronize(stream));
+    cpu->run_layers(batch, static_cast<float*>(host_x.data()));
+    CUDA_CHECK(cudaMemcpyAsync(x.data(), host_x.data(), bytes, cudaMemcpyHostToDevice, stream));
 }
 
 void CudaRunner::Impl::run_layer(int layer, const CudaLayerWeights& w, const cuda::AttentionMetadata& m, int t) {
@@ -570,9 +588,10 @@ void CudaRunner::Impl::enqueue_logprobs(int begin, int n, int num_top) {
 
 // The first step of a key runs eagerly (cuBLASLt plans made, kernels loaded); the second captures the
 // graph; from then on a step is one graph launch.
-void CudaRunner::Impl::enqueue_decode_graph(const GraphKey& key, const cuda::AttentionMetadata& m) {
+void CudaRunner::Impl::enqueue_decode_graph(const GraphKey& key, const cuda::AttentionMetadata& m,
+                                            const ForwardBatch& batch) {
     auto enqueue = [&] {
-        enqueue_layers(m);
+        enqueue_layers(m, batch);
         enqueue_lm_head(0, key.batch);
         if (key.picks) enqueue_pick(0, key.batch, key.sampled);
     };
@@ -597,7 +616,7 @@ void CudaRunner::Impl::copy_kv_blocks(std::span<const kv::BlockCopy> copies) {
     CUDA_CHECK(compute_done.record(stream));
     CUDA_CHECK(compute_done.make_wait(copy_stream));
     const size_t row = kv_block_row_bytes(), pitch = kv_layer_bytes();
-    const auto rows = static_cast<size_t>(2 * cfg.num_layers);
+    const auto rows = static_cast<size_t>(2 * num_device_layers);
     for (const kv::BlockCopy& c : copies) {
         CHECK(c.device_block >= 0 && c.device_block < num_blocks) << "device block " << c.device_block;
         CHECK(c.host_slot >= 0 && c.host_slot < num_host_blocks) << "host slot " << c.host_slot;
@@ -635,8 +654,8 @@ void CudaRunner::Impl::enqueue_forward(const ForwardBatch& batch, std::span<cons
     cuda::AttentionMetadata m;
     upload_metadata(batch, key, rows, slots[static_cast<size_t>(next_slot)].meta, m);
     step.graph = key.has_value();
-    if (key) return enqueue_decode_graph(*key, m);   // every row's logits stay in `logits` (key.batch <= max_logit_rows)
-    enqueue_layers(m);
+    if (key) return enqueue_decode_graph(*key, m, batch);   // every row's logits stay in `logits` (key.batch <= max_logit_rows)
+    enqueue_layers(m, batch);
     for (int begin = 0; begin < num_rows; begin += max_logit_rows) {
         const int n = std::min(max_logit_rows, num_rows - begin);
         enqueue_lm_head(begin, n);
@@ -722,7 +741,7 @@ void CudaRunner::Impl::forward(const ForwardBatch& batch, std::vector<float>& lo
     CHECK_EQ(num_outstanding, 0) << "forward() with a submitted step outstanding";
     cuda::AttentionMetadata m;
     upload_metadata(batch, std::nullopt, {}, slots[static_cast<size_t>(next_slot)].meta, m);
-    enqueue_layers(m);
+    enqueue_layers(m, batch);
     const int vocab = cfg.vocab_size, num_rows = static_cast<int>(batch.num_logit_rows());
     logits_out.resize(static_cast<size_t>(num_rows) * vocab);
     for (int begin = 0; begin < num_rows; begin += max_logit_rows) {
@@ -742,8 +761,10 @@ Result<std::unique_ptr<CudaRunner>> CudaRunner::create(const model::Checkpoint& 
     const std::optional<std::string> unsupported = cuda_unsupported_reason(
         checkpoint.config(), {.max_num_seqs = config.max_num_seqs, .max_num_tokens_per_step = config.max_num_tokens_per_step});
     if (unsupported) return unimplemented(*unsupported);
-    if (config.num_streamed_layers < 0 || config.num_streamed_layers > checkpoint.config().num_layers) {
-        return invalid_argument("streamed layers: " + std::to_string(config.num_streamed_layers) + ", the model has " +
+    if (config.num_streamed_layers < 0 || config.num_cpu_layers < 0 ||
+        config.num_streamed_layers + config.num_cpu_layers > checkpoint.config().num_layers) {
+        return invalid_argument("streamed layers " + std::to_string(config.num_streamed_layers) + " and CPU layers " +
+                                std::to_string(config.num_cpu_layers) + ": the model has " +
                                 std::to_string(checkpoint.config().num_layers));
     }
     if (!cuda::cuda_device_available()) return not_found("no CUDA device is available");
@@ -761,10 +782,19 @@ Result<std::unique_ptr<CudaRunner>> CudaRunner::create(const model::Checkpoint& 
         if (max_tokens <= kFp8GemvTokens) return true;
         return probe.fp8_supported(kFp8GemvTokens + 1, static_cast<int>(n), static_cast<int>(k)) &&
                probe.fp8_supported(gemm_rows, static_cast<int>(n), static_cast<int>(k));
-    }, c.num_streamed_layers);
+    }, c.num_streamed_layers, c.num_cpu_layers);
     if (!weights.ok()) return weights.status();
+    if (c.num_cpu_layers > 0) c.host_kv_cache_bytes = 0;   // a block's KV would be in two places
     auto impl = std::make_unique<Impl>(checkpoint, c, std::move(weights).value());
     HICHAT_RETURN_IF_ERROR(impl->allocate());
+    if (c.num_cpu_layers > 0) {   // the same block ids as the device pool (scratch block included)
+        impl->cpu = std::make_unique<CpuRunner>(
+            checkpoint, CpuRunnerConfig{.num_threads = c.cpu_threads,
+                                        .num_kv_blocks = impl->num_blocks + 1,
+                                        .kv_block_size_tokens = c.kv_block_size_tokens,
+                                        .kv_dtype = DType::kBF16,
+                                        .first_layer = checkpoint.config().num_layers - c.num_cpu_layers});
+    }
     return std::unique_ptr<CudaRunner>(new CudaRunner(std::move(impl)));
 }
 

@@ -35,6 +35,12 @@ struct CudaRunnerConfig {
     // memory; each step copies them to the device layer by layer on a copy stream, two staging buffers
     // in turn, each copy overlapping the compute of the layer before. Their KV stays on the device.
     int num_streamed_layers = 0;
+    // CPU layers (issue 21): the last this many decoder layers run on the CPU (CpuRunner, their KV in
+    // host memory as bf16, cpu_threads threads, 0: all): each step copies the residual rows to pinned
+    // host memory after the GPU's layers, waits, runs them, and copies the rows back for the final norm
+    // and lm_head on the GPU. Such a runner has no decode graphs and no host KV tier.
+    int num_cpu_layers = 0;
+    int cpu_threads = 0;
     // > 0: the KV pool's budget in bytes (a --gpu-memory-gb plan's remainder), in place of
     // gpu_memory_fraction of the free memory.
     int64_t kv_budget_bytes = 0;

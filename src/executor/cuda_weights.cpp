@@ -151,10 +151,12 @@ CudaLayerWeights CudaLayerWeights::rebased(const void* from, void* to) const {
 }
 
 Result<CudaWeights> CudaWeights::upload(const model::Checkpoint& checkpoint,
-                                       const std::function<bool(int64_t n, int64_t k)>& fp8_ok, int num_streamed) {
+                                       const std::function<bool(int64_t n, int64_t k)>& fp8_ok, int num_streamed,
+                                       int num_cpu) {
     const model::ModelConfig& cfg = checkpoint.config();
     const model::ModelWeights& w = checkpoint.weights();
-    CHECK(num_streamed >= 0 && num_streamed <= cfg.num_layers) << num_streamed << " streamed layers";
+    CHECK(num_streamed >= 0 && num_cpu >= 0 && num_streamed + num_cpu <= cfg.num_layers)
+        << num_streamed << " streamed and " << num_cpu << " CPU layers";
     CudaWeights out;
     auto upload = [&](cuda::DeviceBuffer& dst, std::initializer_list<const WeightTensor*> parts) -> Status {
         auto b = to_device(parts, out.num_bytes);
@@ -165,8 +167,8 @@ Result<CudaWeights> CudaWeights::upload(const model::Checkpoint& checkpoint,
     HICHAT_RETURN_IF_ERROR(upload(out.embed, {&w.embed_tokens}));
     HICHAT_RETURN_IF_ERROR(upload(out.final_norm, {&w.final_norm}));
     if (!cfg.tie_word_embeddings) HICHAT_RETURN_IF_ERROR(upload(out.lm_head, {&w.lm_head}));
-    const int first_streamed = cfg.num_layers - num_streamed;
-    for (int i = 0; i < cfg.num_layers; ++i) {
+    const int num_device = cfg.num_layers - num_cpu, first_streamed = num_device - num_streamed;
+    for (int i = 0; i < num_device; ++i) {
         const model::LayerWeights& l = w.layers[static_cast<size_t>(i)];
         LayerPacker pack;
         auto linear = [&](std::initializer_list<const WeightTensor*> parts) {

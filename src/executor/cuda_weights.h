@@ -6,8 +6,8 @@
 // cuBLASLt's FP8 GEMM lacks), are dequantized to bf16.
 //
 // Each decoder layer's tensors are packed into one blob (every tensor at a 256-byte aligned offset):
-// resident layers hold theirs in one device allocation; streamed layers (issue 21: the last
-// num_streamed_layers) in pinned host memory, copied whole into a device staging buffer just ahead of
+// resident layers hold theirs in one device allocation; streamed layers (issue 21: the num_streamed
+// layers before the CPU's) in pinned host memory, copied whole into a device staging buffer just ahead of
 // use. The same layer layout serves both: CudaLayerWeights holds views at a base address. Built once
 // from the host views; owns every buffer.
 #pragma once
@@ -55,7 +55,8 @@ struct CudaLayerWeights {
 
 struct CudaWeights {
     cuda::DeviceBuffer embed;       // [vocab, hidden]
-    std::vector<CudaLayerWeights> layers;   // resident layers: views into their blobs; streamed: into host_blobs
+    std::vector<CudaLayerWeights> layers;   // the layers the GPU computes (not the CPU's): resident ones
+                                            // view their blobs, streamed ones host_blobs
     cuda::DeviceBuffer final_norm;  // [hidden]
     cuda::DeviceBuffer lm_head;     // [vocab, hidden]; empty when tied (use embed)
     std::vector<cuda::DeviceBuffer> device_blobs;   // [num_layers - num_streamed] each resident layer's tensors
@@ -70,9 +71,11 @@ struct CudaWeights {
 
     // Errors: features the CUDA path does not support (o/mlp biases), device or pinned memory exhausted.
     // fp8_ok(n, k): whether the FP8 kernels take an n x k weight (else it is dequantized to bf16).
-    // The last num_streamed layers go to pinned host memory.
+    // The last num_cpu layers are left out (the CPU runs them); the num_streamed before them go to
+    // pinned host memory.
     static Result<CudaWeights> upload(const model::Checkpoint& checkpoint,
-                                      const std::function<bool(int64_t n, int64_t k)>& fp8_ok, int num_streamed = 0);
+                                      const std::function<bool(int64_t n, int64_t k)>& fp8_ok, int num_streamed = 0,
+                                      int num_cpu = 0);
 };
 
 }  // namespace hichat::executor

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <string>
 
+#include "executor/cpu_capacity.h"
 #include "executor/cpu_kv_pool.h"
 #include "executor/cpu_runner.h"
 #include "executor/cuda_support.h"
@@ -82,9 +83,10 @@ bool cuda_kv_fp8(const RunnerOptions& o) { return o.kv_cache_dtype == KvCacheDty
 // memory, less the workspaces; the KV to plan for is max_num_seqs full contexts, but at most half the
 // budget and at least one full context (the runner's minimum): a server's defaults (256 sequences of
 // the model's whole context) would otherwise leave no room for layers, and its pool takes what the
-// budget leaves anyway. The CPU's rates are unused while CPU layers are refused.
+// budget leaves anyway. The step is timed for max_num_seqs tokens.
 [[maybe_unused]] PlacementInputs placement_inputs(const model::ModelConfig& cfg, const RunnerOptions& o, int context,
-                                                  int64_t free_bytes, double h2d, double hbm, double flops) {
+                                                  int64_t free_bytes, double h2d, double hbm, double flops,
+                                                  const CpuCapacity& cpu) {
     const bool fp8 = cfg.quant.quantized() && cfg.quant.weight_dtype == DType::kF8E4M3 &&
                      cfg.quant.weight_scale != model::WeightScaleKind::kBlock;
     const int64_t budget = (o.gpu_memory_bytes > 0 ? o.gpu_memory_bytes : free_bytes) -
@@ -100,12 +102,12 @@ bool cuda_kv_fp8(const RunnerOptions& o) { return o.kv_cache_dtype == KvCacheDty
                         .gpu_memory_bytes_per_s = hbm,
                         .gpu_flops_per_s = flops,
                         .pcie_bytes_per_s = h2d,
-                        .cpu_memory_bytes_per_s = 1,
-                        .cpu_flops_per_s = 1},
+                        .cpu_memory_bytes_per_s = std::max(cpu.memory_bytes_per_s, 1.0),
+                        .cpu_flops_per_s = std::max(cpu.flops_per_s, 1.0)},
             .num_tokens_kv = kv_tokens,
             .num_tokens_step = std::max(1, o.max_num_seqs),
             .gpu_layers = o.gpu_layers,
-            .offload = OffloadMode::kStream};
+            .offload = o.offload};
 }
 
 Result<std::unique_ptr<ModelRunner>> make_cuda_runner(const model::Checkpoint& checkpoint, const RunnerOptions& o,
@@ -113,20 +115,24 @@ Result<std::unique_ptr<ModelRunner>> make_cuda_runner(const model::Checkpoint& c
 #ifdef HICHAT_HAVE_CUDA
     const CudaStepShape step = step_shape(o);
     const model::ModelConfig& cfg = checkpoint.config();
-    int num_streamed = 0;
+    int num_streamed = 0, num_cpu = 0, num_kv_blocks = o.num_kv_blocks;
     int64_t kv_budget = 0;
     const bool placing = o.gpu_layers >= 0 || o.gpu_memory_bytes > 0 || o.offload != OffloadMode::kAuto;
+    // Without a flag, a first plan on nominal rates says whether the model fits; the rates are measured
+    // only when something leaves the GPU.
     auto probe = cuda::probe_device(placing ? size_t{256} << 20 : size_t{1} << 20);
     if (!probe.ok()) return probe.status();
+    CpuCapacity cpu_rates = placing ? measure_cpu_capacity(o.num_threads) : CpuCapacity{1, 1};
     PlacementInputs in = placement_inputs(cfg, o, context, probe->free_bytes, probe->h2d_bytes_per_s,
-                                          probe->memory_bytes_per_s, probe->bf16_flops_per_s);
+                                          probe->memory_bytes_per_s, probe->bf16_flops_per_s, cpu_rates);
     auto plan = plan_placement(in);
     if (placing || (plan.ok() && plan->num_layers_gpu < cfg.num_layers)) {
-        if (!placing) {   // rates measured on a real-sized copy for the log
+        if (!placing) {
             probe = cuda::probe_device();
             if (!probe.ok()) return probe.status();
+            cpu_rates = measure_cpu_capacity(o.num_threads);
             in = placement_inputs(cfg, o, context, probe->free_bytes, probe->h2d_bytes_per_s, probe->memory_bytes_per_s,
-                                  probe->bf16_flops_per_s);
+                                  probe->bf16_flops_per_s, cpu_rates);
             plan = plan_placement(in);
         }
         if (!plan.ok()) {
@@ -138,16 +144,27 @@ Result<std::unique_ptr<ModelRunner>> make_cuda_runner(const model::Checkpoint& c
             return Status(plan.status().code(), what + plan.status().message());
         }
         num_streamed = plan->num_layers_stream;
+        num_cpu = plan->num_layers_cpu;
+        // CPU layers keep their KV in host RAM, block for block with the device pool: both hold the
+        // planned KV (what the host budget was checked for), not whatever the device has free.
+        // (plus a partial block per sequence).
+        if (num_cpu > 0 && num_kv_blocks == 0) {
+            num_kv_blocks = static_cast<int>((in.num_tokens_kv + o.kv_block_size_tokens - 1) / o.kv_block_size_tokens) +
+                            std::max(1, o.max_num_seqs);
+        }
         if (o.gpu_memory_bytes > 0) kv_budget = in.machine.gpu_budget_bytes - plan->weight_bytes_gpu - plan->stream_buffer_bytes;
         if (placement != nullptr) {
-            char line[192];
-            std::snprintf(line, sizeof(line), "\nmeasured: PCIe host->device %.1f GB/s, GPU memory %.0f GB/s, bf16 peak %.0f TFLOP/s",
-                          probe->h2d_bytes_per_s / 1e9, probe->memory_bytes_per_s / 1e9, probe->bf16_flops_per_s / 1e12);
+            char line[256];
+            std::snprintf(line, sizeof(line),
+                          "\nmeasured: PCIe host->device %.1f GB/s, GPU memory %.0f GB/s, bf16 peak %.0f TFLOP/s; "
+                          "CPU bf16 GEMV %.1f GB/s, 64-token GEMM %.0f GFLOP/s",
+                          probe->h2d_bytes_per_s / 1e9, probe->memory_bytes_per_s / 1e9, probe->bf16_flops_per_s / 1e12,
+                          cpu_rates.memory_bytes_per_s / 1e9, cpu_rates.flops_per_s / 1e9);
             *placement = describe(*plan) + line;
         }
     }
     auto r = CudaRunner::create(checkpoint, {.gpu_memory_fraction = o.gpu_memory_fraction,
-                                             .num_kv_blocks = o.num_kv_blocks,
+                                             .num_kv_blocks = num_kv_blocks,
                                              .kv_block_size_tokens = o.kv_block_size_tokens,
                                              .max_num_tokens_per_step = step.max_num_tokens_per_step,
                                              .max_num_seqs = step.max_num_seqs,
@@ -155,6 +172,8 @@ Result<std::unique_ptr<ModelRunner>> make_cuda_runner(const model::Checkpoint& c
                                              .kv_fp8 = cuda_kv_fp8(o),
                                              .host_kv_cache_bytes = cuda_host_kv_bytes(checkpoint.config(), o),
                                              .num_streamed_layers = num_streamed,
+                                             .num_cpu_layers = num_cpu,
+                                             .cpu_threads = o.num_threads,
                                              .kv_budget_bytes = kv_budget});
     if (!r.ok()) return r.status();
     return std::unique_ptr<ModelRunner>(std::move(r).value());
@@ -307,10 +326,6 @@ Result<DeviceChoice> choose_device(const model::ModelConfig& cfg, const RunnerOp
                              ": the CUDA backend" + (o.device == DeviceKind::kCuda ? "" : " (which runs here)") +
                              " keeps its KV cache in bf16 or fp8 (use auto, bf16 or fp8; f16 and fp32 are the CPU "
                              "runner's)");
-    }
-    if (o.offload == OffloadMode::kCpu) {
-        return unimplemented("--offload cpu: decoder layers on the CPU inside a CUDA run are not built yet; use "
-                             "--offload stream (weights streamed to the GPU over PCIe) or auto");
     }
     if (choice->device == DeviceKind::kCpu) {
         const char* flag = o.gpu_layers >= 0 ? "--gpu-layers" : o.gpu_memory_bytes > 0 ? "--gpu-memory-gb"

@@ -25,11 +25,12 @@ int64_t bytes_here(const WeightTensor& t) {
 
 }  // namespace
 
-HostWeights::HostWeights(const ModelWeights& weights, int threads) : weights_(weights) {
+HostWeights::HostWeights(const ModelWeights& weights, int threads, int first_layer) : weights_(weights) {
     const bool tied = weights_.lm_head.data == weights_.embed_tokens.data;
     std::vector<WeightTensor*> slots;
-    if (copied_here(weights_.lm_head)) slots.push_back(&weights_.lm_head);
-    for (LayerWeights& l : weights_.layers) {
+    if (first_layer == 0 && copied_here(weights_.lm_head)) slots.push_back(&weights_.lm_head);
+    for (size_t i = static_cast<size_t>(std::max(first_layer, 0)); i < weights_.layers.size(); ++i) {
+        LayerWeights& l = weights_.layers[i];
         for (WeightTensor* t : {&l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.gate_proj, &l.up_proj, &l.down_proj}) {
             if (copied_here(*t)) slots.push_back(t);
         }

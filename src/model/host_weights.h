@@ -15,8 +15,9 @@ namespace hichat::model {
 
 class HostWeights {
 public:
-    // Copies with up to `threads` threads.
-    HostWeights(const ModelWeights& weights, int threads);
+    // Copies with up to `threads` threads. first_layer > 0 (a runner of the later layers only, beside a
+    // GPU that runs the others and the lm_head): the layers before it and the lm_head stay views.
+    HostWeights(const ModelWeights& weights, int threads, int first_layer = 0);
     HostWeights(const HostWeights&) = delete;
     HostWeights& operator=(const HostWeights&) = delete;
 

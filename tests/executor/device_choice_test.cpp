@@ -355,18 +355,18 @@ TEST(Placement, FlagsAreRefusedByNameWhereTheCpuRuns) {
     }
 }
 
-// CPU layers inside a CUDA run are not built: --offload cpu is refused by name on any device.
-TEST(Placement, OffloadCpuIsRefusedByName) {
-    for (CudaPresence presence : {CudaPresence::kPresent, CudaPresence::kNoDevice}) {
-        RunnerOptions o{.device = DeviceKind::kAuto, .offload = OffloadMode::kCpu};
-        auto choice = choose_device(config_with_head_dim(64), o, presence);
-        ASSERT_FALSE(choice.ok());
-        EXPECT_TRUE(contains(choice.status().message(), "--offload cpu")) << choice.status().message();
+// --offload cpu and stream are taken where CUDA runs, refused by name where the CPU runner holds every layer.
+TEST(Placement, OffloadModesRunOnCudaOnly) {
+    for (OffloadMode mode : {OffloadMode::kCpu, OffloadMode::kStream}) {
+        RunnerOptions o{.device = DeviceKind::kAuto, .gpu_layers = 1, .offload = mode};
+        auto on_gpu = choose_device(config_with_head_dim(64), o, CudaPresence::kPresent);
+        ASSERT_TRUE(on_gpu.ok()) << on_gpu.status().message();
+        EXPECT_EQ(on_gpu->device, DeviceKind::kCuda);
+        o.gpu_layers = -1;
+        auto on_cpu = choose_device(config_with_head_dim(64), o, CudaPresence::kNoDevice);
+        ASSERT_FALSE(on_cpu.ok());
+        EXPECT_TRUE(contains(on_cpu.status().message(), "--offload")) << on_cpu.status().message();
     }
-    RunnerOptions streamed{.device = DeviceKind::kAuto, .gpu_layers = 1, .offload = OffloadMode::kStream};
-    auto choice = choose_device(config_with_head_dim(64), streamed, CudaPresence::kPresent);
-    ASSERT_TRUE(choice.ok()) << choice.status().message();
-    EXPECT_EQ(choice->device, DeviceKind::kCuda);
 }
 
 }  // namespace
