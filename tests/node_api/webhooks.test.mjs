@@ -137,7 +137,7 @@ after(async () => {
 
 test('batch.completed: failed twice, then accepted once, one webhook-id and one body, signed every time', async () => {
   assert.ok(fs.existsSync(path.join(dir, 'sessions-webhooks.db')), 'the state db defaults to beside the session db');
-  assert.match(server.stderr(), /webhooks: batch events to 1 URL\(s\), pending deliveries in .*sessions-webhooks\.db/);
+  assert.match(server.stderr(), /webhooks: batch and background response events to 1 URL\(s\), pending deliveries in .*sessions-webhooks\.db/);
   const batch = await createBatch(['a', 'b', 'c'].map((id) => chatLine(id)));
   assert.equal((await finished(batch.id)).status, 'completed');
   const id = await acceptedEvent(batch.id);
