@@ -90,6 +90,10 @@ async function eventAbout(responseId, type) {
   assert.match(d.id, /^msg_[0-9a-f]{32}$/);
   const unwrapped = await client.webhooks.unwrap(d.body, d.headers);  // the SDK's own check
   assert.equal(unwrapped.type, type);
+  assert.deepEqual(Object.keys(d.payload), ['object', 'id', 'type', 'created_at', 'data']);  // OpenAI's event object
+  assert.equal(d.payload.object, 'event');
+  assert.match(d.payload.id, /^evt_[0-9a-f]{32}$/);
+  assert.ok(Math.abs(d.payload.created_at - Date.now() / 1000) < 300, `created_at ${d.payload.created_at}`);
   assert.equal(d.payload.type, type);
   assert.deepEqual(d.payload.data, { id: responseId });
   return d;

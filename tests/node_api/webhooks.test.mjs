@@ -115,10 +115,12 @@ function checkRequest(d, type, batchId) {
   assert.ok(!signatureValid(d.id, d.timestamp, d.body + ' ', d.signature), 'the check fails on another body');
   assert.ok(Math.abs(Number(d.timestamp) - Date.now() / 1000) < 300, `webhook-timestamp ${d.timestamp}`);
   const payload = JSON.parse(d.body);
-  assert.deepEqual(Object.keys(payload), ['type', 'timestamp', 'data']);
+  assert.deepEqual(Object.keys(payload), ['object', 'id', 'type', 'created_at', 'data']);  // OpenAI's event object
+  assert.equal(payload.object, 'event');
+  assert.match(payload.id, /^evt_[0-9a-f]{32}$/);
   assert.equal(payload.type, type);
   assert.deepEqual(payload.data, { id: batchId });
-  assert.match(payload.timestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  assert.ok(Math.abs(payload.created_at - Date.now() / 1000) < 300, `created_at ${payload.created_at}`);
 }
 
 before(async () => {
