@@ -5,7 +5,8 @@
 // completed, with output text, and exactly one signed response.completed arrives for it;
 // responses.cancel stops a long one (cancelled, one response.cancelled; a second cancel returns it
 // unchanged); refusals name the field; a background response in progress when the server is killed
-// (SIGKILL) is failed by the next server on the same session database, which sends response.failed.
+// (SIGKILL) is failed by the next server on the same session database, which sends response.failed; one
+// running at a graceful stop (SIGTERM) is failed by that server, which sends response.failed before it exits.
 //
 // Nothing waits for time to pass: progress is polled up to a generous deadline.
 import { test, before, after } from 'node:test';
@@ -224,5 +225,31 @@ test('a background response in progress when the server is killed is failed at t
   } finally {
     if (first.proc.exitCode === null && first.proc.signalCode === null) first.proc.kill('SIGKILL');
     if (second) assert.equal(await second.stop(), 0);
+  }
+});
+
+test('a graceful stop fails the background responses still running and sends response.failed', async () => {
+  const s = await startServer(DEFAULT_MODEL, serveArgs('graceful.db'));
+  let again;
+  try {
+    const c = clientOf(s);
+    const r = await c.responses.create({ input: LONG, background: true, temperature: 0 });
+    await until(`${r.id} in progress`, async () => (await c.responses.retrieve(r.id)).status === 'in_progress');
+    assert.equal(await s.stop(), 0, 'graceful exit on SIGTERM');
+    assert.match(s.stderr(), new RegExp(`background response ${r.id} failed; webhook response.failed msg_`));
+    // Queued before the sender stopped: sent then, or (still pending in the state db) by the next start.
+    again = await startServer(DEFAULT_MODEL, serveArgs('graceful.db'));
+    await eventAbout(r.id, 'response.failed');
+    const failed = await clientOf(again).responses.retrieve(r.id);
+    assert.equal(failed.status, 'failed');
+    assert.equal(failed.error.code, 'server_shutting_down');
+    // The first delivery may be in flight when the sender stops: then the next start sends it again, with
+    // the same webhook-id and body (at least once). It is never a second event.
+    const ids = new Set(receiver.about(r.id).map((d) => d.id));
+    assert.equal(ids.size, 1, 'not failed again by the next start');
+    assert.equal(new Set(receiver.about(r.id).map((d) => d.body)).size, 1);
+  } finally {
+    await s.stop();
+    if (again) assert.equal(await again.stop(), 0);
   }
 });
