@@ -18,6 +18,7 @@
 #include "api/telemetry/metrics.h"
 #include "api/policy/quota_limiter.h"
 #include "api/access_observer.h"
+#include "api/background_responses.h"
 #include "api/http/http_server.h"
 #include "api/openai_service.h"
 #include "api/preprocess_pool.h"
@@ -114,7 +115,7 @@ Status start_webhooks(const ServeOptions& o, Frontend& f) {
     auto sender = api::webhooks::WebhookSender::start(o.webhooks);
     HICHAT_RETURN_IF_ERROR(sender.status());
     f.webhooks = std::move(sender).value();
-    std::fprintf(stderr, "hichat serve: webhooks: batch events to %zu URL(s), pending deliveries %s%s\n",
+    std::fprintf(stderr, "hichat serve: webhooks: batch and background response events to %zu URL(s), pending deliveries %s%s\n",
                  o.webhooks.target_urls.size(), o.webhooks.state_db_path.empty() ? "in memory" : "in ",
                  o.webhooks.state_db_path.c_str());
     return ok_status();
@@ -258,6 +259,22 @@ void on_batch_finished(api::webhooks::WebhookSender* webhooks, const session::St
                  webhook.c_str());
 }
 
+// A background response ended (the session writer's thread, a preprocessing worker's, or at start for
+// those the last run left unfinished): one log line and, with webhooks on, OpenAI's event
+// (response.completed, .incomplete, .failed or .cancelled) with data {"id": <response id>}.
+void on_background_response_finished(api::webhooks::WebhookSender* webhooks, const std::string& id,
+                                     std::string_view status) {
+    std::string webhook;
+    const std::string_view type = api::background_event_type(status);
+    if (webhooks != nullptr && !type.empty()) {
+        auto message_id = webhooks->enqueue(type, nlohmann::json{{"id", id}}.dump());
+        webhook = message_id.ok() ? "; webhook " + std::string(type) + " " + *message_id
+                                  : "; webhook not sent: " + message_id.status().message();
+    }
+    std::fprintf(stderr, "hichat serve: background response %s %s%s\n", id.c_str(), std::string(status).c_str(),
+                 webhook.c_str());
+}
+
 api::ServiceDeps service_deps(const ServeOptions& o, Frontend& f, LoadedModel& m) {
     return {.engine = m.engine.get(),
             .preprocess = m.preprocess.get(),
@@ -277,7 +294,11 @@ api::ServiceDeps service_deps(const ServeOptions& o, Frontend& f, LoadedModel& m
                         .runner = {.max_lines_in_flight = o.batch_lines_in_flight,
                                    .on_batch_finished = [webhooks = f.webhooks.get()](const session::StoredBatch& b) {
                                        on_batch_finished(webhooks, b);
-                                   }}}};
+                                   }}},
+            .on_background_response_finished = [webhooks = f.webhooks.get()](const std::string& id,
+                                                                              std::string_view status) {
+                on_background_response_finished(webhooks, id, status);
+            }};
 }
 
 void wire_engine_gauges(Frontend& f, engine::Engine& e, const api::PreprocessPool& pool) {
@@ -367,10 +388,12 @@ int serve_main(const CliArgs& flags) {
     // Every connection is closed now: queued preprocessing tasks have no one to answer and are
     // dropped; running ones finish (and may still submit) before the engine goes.
     service.stop_batches();  // its lines in flight are cancelled and run again at the next start
-    stop_webhooks(*opts, front);  // after the runner: no event comes after it
     model.preprocess->stop();
-    model.engine.reset();  // cancels what is left
+    model.engine.reset();  // cancels what is left: background responses in progress end failed
     if (front.session_writer) front.session_writer->stop();  // stores the turns that finished, before the store closes
+    // Last: the background responses' ends (stored by the session writer) send their events until here;
+    // no event comes after it.
+    stop_webhooks(*opts, front);
     if (front.access_log) front.access_log->flush();
 
     std::fprintf(stderr, "hichat serve: stopped\n");

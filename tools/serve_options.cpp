@@ -114,7 +114,8 @@ constexpr FlagSpec kFlags[] = {
      .max = 4096},
     {.name = "webhook-url", .kind = FlagKind::kRepeated, .value_name = "URL",
      .help = "POST a signed Standard Webhooks event to URL when a batch finishes (batch.completed, batch.failed, "
-             "batch.cancelled, batch.expired); its host must be in --webhook-allow", .default_note = "no webhooks"},
+             "batch.cancelled, batch.expired) or a background response ends (response.completed, response.failed, "
+             "response.cancelled, response.incomplete); its host must be in --webhook-allow", .default_note = "no webhooks"},
     {.name = "webhook-allow", .kind = FlagKind::kRepeated, .value_name = "HOST[,HOST]",
      .help = "the only hosts webhooks may go to: exact names, *.example.com, IP literals"},
     {.name = "webhook-secret-file", .value_name = "FILE",

@@ -115,7 +115,7 @@ constexpr FieldRule kStreamOptionRules[] = {
     {"include_obfuscation", kRefused, is_false, "false"},
 };
 
-// The Responses API body (OpenAI's schema as of 2025). Tools, reasoning, background runs and `include`
+// The Responses API body (OpenAI's schema as of 2025). Tools, reasoning and `include`
 // are refused by name until the issues that implement them land.
 constexpr FieldRule kResponsesRules[] = {
     {"model", kImplemented},
@@ -131,6 +131,7 @@ constexpr FieldRule kResponsesRules[] = {
     {"truncation", kImplemented},
     {"metadata", kImplemented},
     {"text", kImplemented},
+    {"background", kImplemented},  // with store (not false) and without stream
     {"user", kNoOp, is_string, "a string"},
     {"safety_identifier", kNoOp, is_string, "a string"},
     {"prompt_cache_key", kNoOp, is_string, "a string"},
@@ -141,7 +142,6 @@ constexpr FieldRule kResponsesRules[] = {
     {"tool_choice", kRefused, is_none_or_auto, "\"none\" or \"auto\""},
     {"max_tool_calls", kRefused, never, ""},
     {"reasoning", kRefused, never, ""},
-    {"background", kRefused, is_false, "false"},
     {"include", kRefused, is_empty_array, "[]"},
     {"top_logprobs", kRefused, is_zero, "0"},
     {"prompt", kRefused, never, ""},

@@ -6,6 +6,7 @@
 #include <random>
 
 #include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
 
 #include "api/chat_page.h"
 #include "api/generation_sink.h"
@@ -57,8 +58,14 @@ void OpenAiService::attach(ServiceDeps deps) {
             .quotas = deps_.quotas, .session_writer = deps_.session_writer, .input_filter = deps_.input_filter, .eos_token_ids = deps_.eos_token_ids,
             .served_model_name = config_.served_model_name, .model_fingerprint = deps_.model_fingerprint,
             .request_timeout_s = config_.request_timeout_s,
-            .next_request_id = [this] { return engine::RequestId{next_id_.fetch_add(1)}; }});
+            .next_request_id = [this] { return engine::RequestId{next_id_.fetch_add(1)}; },
+            .on_background_finished = deps_.on_background_response_finished});
         conversations_ = std::make_unique<ConversationsService>(deps_.sessions);
+        auto num_failed = responses_->fail_unfinished_background();
+        if (!num_failed.ok()) {
+            spdlog::error("background responses left unfinished by the last run stay as stored: {}",
+                          num_failed.status().message());
+        }
     }
     if (deps_.batches.store != nullptr) {
         CHECK(deps_.batches.folder != nullptr) << "the batch store needs a files folder";
@@ -106,7 +113,6 @@ void OpenAiService::add_routes(Router& router) {
         for (const char* path : {"/v1/responses", "/v1/responses/*", "/v1/conversations", "/v1/conversations/*"}) {
             const bool collection = std::string_view(path).back() != '*';
             if (collection && std::string_view(method) != "POST") continue;  // create only
-            if (!collection && std::string_view(path) == "/v1/responses/*" && std::string_view(method) == "POST") continue;
             router.add(method, path, [this](HttpRequest& r, WriterPtr w) { handle_session(r, w); });
         }
     }
@@ -314,7 +320,7 @@ void OpenAiService::post_store_job(HttpRequest& req, const WriterPtr& w, std::op
     }
 }
 
-// Pool thread: /v1/responses[/{id}[/input_items]] and /v1/conversations[/{id}[/items[/{item_id}]]].
+// Pool thread: /v1/responses[/{id}[/input_items | /cancel]] and /v1/conversations[/{id}[/items[/{item_id}]]].
 void OpenAiService::route_session(SessionJob& job) {
     const std::vector<std::string> parts = path_parts(job.request.path);
     const std::string& m = job.request.method;
@@ -326,6 +332,7 @@ void OpenAiService::route_session(SessionJob& job) {
         if (n == 3 && m == "GET") return responses_->retrieve(job, parts[2]);
         if (n == 3 && m == "DELETE") return responses_->remove(job, parts[2]);
         if (n == 4 && m == "GET" && parts[3] == "input_items") return responses_->list_input_items(job, parts[2]);
+        if (n == 4 && m == "POST" && parts[3] == "cancel") return responses_->cancel(job, parts[2]);
         return job.reply_error(no_route);
     }
     if (n == 2 && m == "POST") return conversations_->create(job);

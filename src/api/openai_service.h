@@ -56,6 +56,9 @@ struct ServiceDeps {
     SerialWorker* session_writer = nullptr;  // finished turns are stored here; null: on the engine thread
     std::string model_fingerprint;         // stored token ids are reused only under the same one
     BatchDeps batches;                     // the runner starts in attach() when `batches.store` is set
+    // A background response ended (completed, incomplete, failed or cancelled; those a stopped server
+    // left unfinished are failed in attach()). Any thread but the engine's; must not block. May be empty.
+    BackgroundHook on_background_response_finished;
 };
 
 struct ServiceConfig {

@@ -28,10 +28,15 @@ Json output_item_json(const ResponseState& s) {
             {"role", "assistant"}, {"content", content}};
 }
 
+bool is_final_response_status(std::string_view status) {
+    return status == "completed" || status == "incomplete" || status == "failed" || status == "cancelled";
+}
+
 Json response_json(const ResponseState& s) {
-    const bool finished = s.status != "in_progress";
+    const bool finished = s.status == "completed" || s.status == "incomplete";
     Json j = {{"id", s.id}, {"object", "response"}, {"created_at", s.created_at}, {"status", s.status},
-              {"background", false}, {"error", nullptr}};
+              {"background", s.background}};
+    j["error"] = s.status == "failed" ? Json{{"code", s.error_code}, {"message", s.error_message}} : Json(nullptr);
     j["incomplete_details"] = s.incomplete_reason.empty() ? Json(nullptr) : Json{{"reason", s.incomplete_reason}};
     j["instructions"] = s.instructions ? Json(*s.instructions) : Json(nullptr);
     j["max_output_tokens"] = s.max_output_tokens ? Json(*s.max_output_tokens) : Json(nullptr);

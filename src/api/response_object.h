@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -16,8 +17,10 @@ struct ResponseState {
     std::string id;                              // "resp_..."
     int64_t created_at = 0;                      // unix seconds
     std::string model;
-    std::string status = "in_progress";          // in_progress, completed, incomplete
+    std::string status = "in_progress";          // queued, in_progress, completed, incomplete, failed, cancelled
     std::string incomplete_reason;               // status incomplete: max_output_tokens or content_filter
+    std::string error_code;                      // status failed: the error's code (e.g. request_timeout)
+    std::string error_message;                   // status failed
     std::string output_item_id;                  // "msg_..." of the assistant message
     std::string text;                            // the output so far
     bool output_done = false;                    // the message item is complete
@@ -27,6 +30,7 @@ struct ResponseState {
     std::string previous_response_id;
     std::optional<std::string> instructions;
     bool store = true;
+    bool background = false;                     // created with background: true (polled, cancellable)
     nlohmann::json metadata = nlohmann::json::object();
     float temperature = 1.0f;
     float top_p = 1.0f;
@@ -36,8 +40,11 @@ struct ResponseState {
     std::string conversation_id;
 };
 
-// The whole response object (output empty until the message exists, usage null while in progress).
+// The whole response object: output and usage only once it completed or is incomplete (empty and null
+// while queued or in progress, and for a failed or cancelled one); error set when it failed.
 nlohmann::ordered_json response_json(const ResponseState& s);
+// completed, incomplete, failed or cancelled: the status of a response that will not change again.
+bool is_final_response_status(std::string_view status);
 // The assistant message item as it stands (in_progress or completed).
 nlohmann::ordered_json output_item_json(const ResponseState& s);
 

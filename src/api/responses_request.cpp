@@ -84,7 +84,8 @@ std::optional<ApiError> parse_options(const Json& body, ResponsesRequest& out) {
     }
     if (auto e = number_field(body, "temperature", out.sampling.temperature, 0.0, 2.0, false)) return e;
     if (auto e = number_field(body, "top_p", out.sampling.top_p, 0.0, 1.0, true)) return e;
-    for (auto [name, dst] : {std::pair{"stream", &out.stream}, std::pair{"store", &out.store}}) {
+    for (auto [name, dst] : {std::pair{"stream", &out.stream}, std::pair{"store", &out.store},
+                             std::pair{"background", &out.background}}) {
         if (const Json* v = field(body, name)) {
             if (!v->is_boolean()) return bad_field(name, std::string(name) + " must be a boolean");
             *dst = v->get<bool>();
@@ -99,6 +100,24 @@ std::optional<ApiError> parse_options(const Json& body, ResponsesRequest& out) {
     }
     if (auto e = string_field(body, "model", out.model)) return e;
     return string_field(body, "user", out.user);
+}
+
+// A background response is polled by id, so it must be stored; its events are not streamed (OpenAI
+// streams them and resumes with starting_after, which HiChat does not build).
+std::optional<ApiError> check_background(const ResponsesRequest& r) {
+    if (!r.background) return std::nullopt;
+    if (!r.store) {
+        return bad_field("background", "background: true needs store: true (a background response is stored and "
+                                       "polled with GET /v1/responses/{id}); got store: false");
+    }
+    if (r.stream) {
+        return ApiError{.http_status = 400,
+                        .message = "background with stream: true is not supported by HiChat yet; create it with "
+                                   "stream: false and poll GET /v1/responses/{id}",
+                        .param = "background",
+                        .code = "unsupported_field"};
+    }
+    return std::nullopt;
 }
 
 // "a%20b" -> "a b"; '+' is a space in a query.
@@ -125,7 +144,8 @@ std::optional<ApiError> parse_responses_request(std::string body, ResponsesReque
     }
     if (auto e = parse_ids(json, out)) return e;
     if (auto e = parse_text(json, out.ignored_fields)) return e;
-    return parse_options(json, out);
+    if (auto e = parse_options(json, out)) return e;
+    return check_background(out);
 }
 
 std::optional<ApiError> parse_conversation_request(std::string body, bool update, ConversationRequest& out) {

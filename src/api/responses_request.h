@@ -24,6 +24,7 @@ struct ResponsesRequest {
     std::optional<int> max_output_tokens;        // unset: as many as the context allows
     sampling::SamplingParams sampling;           // temperature and top_p
     bool stream = false;
+    bool background = false;                     // run detached: answer "queued" now, poll by id
     bool truncation_auto = false;                // "auto": drop the oldest turns to fit
     nlohmann::json metadata = nlohmann::json::object();
     std::string user;

@@ -64,6 +64,11 @@ struct ResponsesService::Turn {
     int num_conversation_tokens = -1;         // conversation: the reused ids' count (-1: not reused)
 };
 
+ResponsesService::ResponsesService(SessionDeps deps)
+    : deps_(std::move(deps)),
+      background_(*deps_.store, [engine = deps_.engine](engine::RequestId id) { engine->cancel(id); },
+                  deps_.on_background_finished) {}
+
 std::optional<ApiError> ResponsesService::check_request(const ResponsesRequest& r) const {
     if (!r.model.empty() && r.model != deps_.served_model_name) {
         return ApiError{.http_status = 404,
@@ -91,6 +96,12 @@ std::optional<ApiError> ResponsesService::history_from_response(const SessionJob
         return not_found_error("previous_response_id", "previous_response_id: no response " + id + " is stored");
     }
     const session::StoredResponse& r = **stored;
+    const Json object = Json::parse(r.response_json, nullptr, false);
+    const std::string status = object.is_object() ? object.value("status", "") : "";
+    if (status == "queued" || status == "in_progress") {
+        return bad_field("previous_response_id", "previous_response_id: response " + id + " is still " + status +
+                                                     "; continue it once it has completed");
+    }
     const Json context = Json::parse(r.context_json, nullptr, false);
     turn.history.messages = messages_from_json(context.is_object() ? context.value("messages", Json()) : Json());
     turn.history.instructions = context.is_object() ? optional_string(context.value("instructions", Json())) : std::nullopt;
@@ -161,38 +172,95 @@ void ResponsesService::create(SessionJob& job) {
     submit(job, std::move(turn));
 }
 
-void ResponsesService::submit(SessionJob& job, std::shared_ptr<Turn> turn) {
-    const ResponsesRequest& r = turn->request;
+ResponseState ResponsesService::new_state(const Turn& turn) const {
+    const ResponsesRequest& r = turn.request;
+    return ResponseState{.id = new_object_id("resp"), .created_at = unix_seconds(), .model = deps_.served_model_name,
+                         .output_item_id = new_object_id("msg"), .previous_response_id = r.previous_response_id,
+                         .instructions = r.instructions, .store = r.store, .background = r.background,
+                         .metadata = r.metadata, .temperature = r.sampling.temperature, .top_p = r.sampling.top_p,
+                         .max_output_tokens = r.max_output_tokens, .truncation_auto = r.truncation_auto,
+                         .user = r.user, .conversation_id = r.conversation_id};
+}
+
+engine::Request ResponsesService::engine_request(const SessionJob& job, const Turn& turn) const {
+    const ResponsesRequest& r = turn.request;
     engine::Request er;
     er.id = deps_.next_request_id();
-    const int room = deps_.engine->max_context_tokens() - static_cast<int>(turn->prompt.ids.size());
+    const int room = deps_.engine->max_context_tokens() - static_cast<int>(turn.prompt.ids.size());
     er.max_tokens = r.max_output_tokens.value_or(room);
-    er.prompt = turn->prompt.ids;
+    er.prompt = turn.prompt.ids;
     er.sampling = r.sampling;
     er.stop_token_ids = deps_.eos_token_ids;
     er.arrival = job.arrival;
     er.cache_salt = job.owner();
     er.owner = job.owner();
     if (deps_.request_timeout_s > 0) er.deadline = er.arrival + std::chrono::seconds(deps_.request_timeout_s);
-    ResponseState state{.id = new_object_id("resp"), .created_at = unix_seconds(), .model = deps_.served_model_name,
-                        .output_item_id = new_object_id("msg"), .previous_response_id = r.previous_response_id,
-                        .instructions = r.instructions, .store = r.store, .metadata = r.metadata,
-                        .temperature = r.sampling.temperature, .top_p = r.sampling.top_p,
-                        .max_output_tokens = r.max_output_tokens, .truncation_auto = r.truncation_auto,
-                        .user = r.user, .conversation_id = r.conversation_id};
+    return er;
+}
+
+void ResponsesService::submit(SessionJob& job, std::shared_ptr<Turn> turn) {
+    if (turn->request.background) return submit_background(job, std::move(turn));
+    engine::Request er = engine_request(job, *turn);
+    ResponseState state = new_state(*turn);
     AccessRecord record{.ts = std::chrono::system_clock::now(), .request_id = state.id, .key_id = job.key,
                         .method = job.request.method, .path = job.request.target, .remote = job.request.remote};
     PersistTurn persist = [this, turn](const ResponseState& s, const std::vector<int32_t>& out) {
         return this->persist(*turn, s, out);
     };
-    er.sink = std::make_shared<ResponsesSink>(job.writer, std::move(state), r.stream, std::move(persist),
+    er.sink = std::make_shared<ResponsesSink>(job.writer, std::move(state), turn->request.stream, std::move(persist),
                                               ResponsesSinkContext{deps_.metrics, deps_.quotas, deps_.session_writer}, std::move(record),
                                               std::move(job.lease));
     const engine::RequestId request_id = er.id;
     engine::Engine* engine = deps_.engine;
-    switch (engine->submit(std::move(er))) {
+    const engine::Engine::Admission admission = engine->submit(std::move(er));
+    if (admission != engine::Engine::Admission::kAccepted) return reply_refused(job, admission);
+    job.writer->on_client_gone([engine, request_id] { engine->cancel(request_id); });
+}
+
+// Stored "queued" and answered at once; the generation answers nobody: its sink writes to a writer
+// with no connection, and its progress and end go to the store through background_ (on the session
+// writer, never the engine thread). The client leaving does not cancel it; POST .../cancel does.
+void ResponsesService::submit_background(SessionJob& job, std::shared_ptr<Turn> turn) {
+    engine::Request er = engine_request(job, *turn);
+    ResponseState state = new_state(*turn);
+    state.status = "queued";
+    const std::string id = state.id;
+    const std::string queued = response_json(state).dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    if (Status s = background_.add(stored_row(*turn, state, {}), state, er.id); !s.ok()) {
+        return job.reply_error(store_error(s.message()));
+    }
+    BackgroundResponses* background = &background_;
+    SerialWorker* worker = deps_.session_writer;
+    auto on_worker = [worker](std::function<void()> task) {
+        if (worker != nullptr) return worker->post(std::move(task));
+        task();
+    };
+    ResponsesSinkContext context{deps_.metrics, deps_.quotas, deps_.session_writer};
+    context.on_first_event = [on_worker, background, id] { on_worker([background, id] { background->mark_started(id); }); };
+    context.on_failed = [on_worker, background, id](const ApiError& e) {
+        on_worker([background, id, e] { background->fail(id, e); });
+    };
+    PersistTurn persist = [this, turn](const ResponseState& s, const std::vector<int32_t>& out) {
+        return background_.finish(s.id, s.status, [&] { return this->persist(*turn, s, out); });
+    };
+    AccessRecord record{.ts = std::chrono::system_clock::now(), .request_id = id, .key_id = job.key,
+                        .method = job.request.method, .path = job.request.target, .remote = "background"};
+    auto detached = std::make_shared<ResponseWriter>(std::weak_ptr<ResponseSink>());
+    er.sink = std::make_shared<ResponsesSink>(detached, std::move(state), false, std::move(persist), std::move(context),
+                                              std::move(record), std::move(job.lease));
+    const engine::Engine::Admission admission = deps_.engine->submit(std::move(er));
+    if (admission != engine::Engine::Admission::kAccepted) {
+        background_.drop(id);
+        return reply_refused(job, admission);
+    }
+    if (job.key) job.writer->annotate(AccessRecord{.key_id = job.key});
+    job.writer->send(200, "application/json", queued, {{"X-Request-Id", id}});
+}
+
+void ResponsesService::reply_refused(SessionJob& job, engine::Engine::Admission admission) {
+    engine::Engine* engine = deps_.engine;
+    switch (admission) {
         case engine::Engine::Admission::kAccepted:
-            job.writer->on_client_gone([engine, request_id] { engine->cancel(request_id); });
             return;
         case engine::Engine::Admission::kQueueFull:
             return job.reply_error({.http_status = 429, .message = "the server is busy: request queue is full",
@@ -204,17 +272,12 @@ void ResponsesService::submit(SessionJob& job, std::shared_ptr<Turn> turn) {
     }
 }
 
-// Engine thread, before the client sees the end: the response (store: true) and the conversation's new items.
-std::optional<ApiError> ResponsesService::persist(const Turn& turn, const ResponseState& state,
-                                                  const std::vector<int32_t>& output_ids) {
-    if (!turn.request.conversation_id.empty()) {
-        if (auto e = append_to_conversation(turn, state, output_ids)) return e;
-    }
-    if (!turn.request.store) return std::nullopt;
+session::StoredResponse ResponsesService::stored_row(const Turn& turn, const ResponseState& state,
+                                                     const std::vector<int32_t>& output_ids) const {
     std::vector<tokenizer::ChatMessage> messages = turn.prompt.messages;
-    messages.push_back({"assistant", state.text});
+    if (state.output_done) messages.push_back({"assistant", state.text});
     const Json context = {{"messages", messages_json(messages)}, {"instructions", optional_string(state.instructions)}};
-    session::StoredResponse row{
+    return session::StoredResponse{
         .id = state.id, .owner = turn.owner, .created_at = state.created_at, .model = state.model,
         .response_json = response_json(state).dump(-1, ' ', false, Json::error_handler_t::replace),
         .input_items_json = turn.input_items.dump(-1, ' ', false, Json::error_handler_t::replace),
@@ -222,7 +285,16 @@ std::optional<ApiError> ResponsesService::persist(const Turn& turn, const Respon
         .prompt_ids = turn.prompt.ids, .output_ids = output_ids,
         .previous_response_id = state.previous_response_id, .conversation_id = state.conversation_id,
         .model_fingerprint = deps_.model_fingerprint};
-    if (Status s = deps_.store->put_response(std::move(row)); !s.ok()) return store_error(s.message());
+}
+
+// Engine thread, before the client sees the end: the response (store: true) and the conversation's new items.
+std::optional<ApiError> ResponsesService::persist(const Turn& turn, const ResponseState& state,
+                                                  const std::vector<int32_t>& output_ids) {
+    if (!turn.request.conversation_id.empty()) {
+        if (auto e = append_to_conversation(turn, state, output_ids)) return e;
+    }
+    if (!turn.request.store) return std::nullopt;
+    if (Status s = deps_.store->put_response(stored_row(turn, state, output_ids)); !s.ok()) return store_error(s.message());
     return std::nullopt;
 }
 
@@ -284,6 +356,26 @@ void ResponsesService::remove(SessionJob& job, const std::string& id) {
     if (!deleted.ok()) return job.reply_error(store_error(deleted.status().message()));
     if (!*deleted) return job.reply_error(not_found_error("response_id", "no response " + id + " is stored"));
     job.reply(200, {{"id", id}, {"object", "response"}, {"deleted", true}});
+}
+
+// OpenAI's cancel: a queued or running background response becomes cancelled; one that already
+// ended is returned as it is (cancel is idempotent); a response created without background: 400.
+void ResponsesService::cancel(SessionJob& job, const std::string& id) {
+    auto stored = find(job, id);
+    if (!stored) return;
+    const Json object = Json::parse(stored->response_json, nullptr, false);
+    if (!object.is_object() || object.value("background", false) != true) {
+        return job.reply_error(bad_field("response_id", "only a background response (created with background: true) "
+                                                        "can be cancelled; " + id + " is not one"));
+    }
+    std::optional<std::string> cancelled = background_.cancel(id);
+    if (!cancelled) {  // it ended: as stored now
+        stored = find(job, id);
+        if (!stored) return;
+        cancelled = std::move(stored->response_json);
+    }
+    if (job.key) job.writer->annotate(AccessRecord{.key_id = job.key});
+    job.writer->send(200, "application/json", std::move(*cancelled));
 }
 
 void ResponsesService::list_input_items(SessionJob& job, const std::string& id) {

@@ -15,6 +15,8 @@ ResponsesSink::ResponsesSink(std::shared_ptr<ResponseWriter> writer, ResponseSta
       lease_(std::move(lease)) {}
 
 void ResponsesSink::on_event(engine::TokenEvent event) {
+    if (!started_ && context_.on_first_event) context_.on_first_event();
+    started_ = true;
     output_ids_.insert(output_ids_.end(), event.token_ids.begin(), event.token_ids.end());
     state_.text += event.text;
     if (event.num_cached_tokens > 0) state_.num_cached_tokens = event.num_cached_tokens;
@@ -63,6 +65,7 @@ void ResponsesSink::persist_and_answer() {
 }
 
 void ResponsesSink::fail(const ApiError& e) {
+    if (context_.on_failed) context_.on_failed(e);
     if (stream_ && writer_->response_started()) {
         writer_->write(events_.error(e));
         writer_->finish();

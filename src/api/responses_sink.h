@@ -29,6 +29,10 @@ struct ResponsesSinkContext {
     Metrics* metrics = nullptr;       // may be null
     QuotaLimiter* quotas = nullptr;   // may be null
     SerialWorker* persist_worker = nullptr;  // null: persist on the engine thread (tests)
+    // A background response's: at its first event (engine thread), and when it ends with an error
+    // (engine thread, or the persist worker when the store failed). Both must not block. May be empty.
+    std::function<void()> on_first_event;
+    std::function<void(const ApiError& e)> on_failed;
 };
 
 class ResponsesSink final : public engine::TokenSink, public std::enable_shared_from_this<ResponsesSink> {
@@ -54,6 +58,7 @@ private:
     QuotaLease lease_;
     ResponseEvents events_;
     std::vector<int32_t> output_ids_;  // [num_output_tokens] as generated
+    bool started_ = false;             // on_first_event was called
     std::chrono::steady_clock::time_point arrival_ = std::chrono::steady_clock::now();
 };
 

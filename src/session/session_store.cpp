@@ -152,6 +152,25 @@ Result<std::optional<StoredResponse>> SessionStore::get_response(const std::stri
     return std::optional<StoredResponse>(std::move(r).value());
 }
 
+Result<std::vector<StoredResponse>> SessionStore::unfinished_background_responses() {
+    std::lock_guard lock(mu_);
+    auto st = db_->prepare(std::string("SELECT ") + kResponseColumns +
+                           " FROM responses WHERE created_at>?1 AND json_valid(response_json)"
+                           " AND json_extract(response_json, '$.background') = 1"
+                           " AND json_extract(response_json, '$.status') IN ('queued', 'in_progress') ORDER BY created_at");
+    HICHAT_RETURN_IF_ERROR(st.status());
+    st->bind(1, expiry_cutoff());
+    std::vector<StoredResponse> out;
+    for (;;) {
+        auto row = st->step();
+        HICHAT_RETURN_IF_ERROR(row.status());
+        if (!*row) return out;
+        auto r = read_response(*st, config_.path);
+        HICHAT_RETURN_IF_ERROR(r.status());
+        out.push_back(std::move(r).value());
+    }
+}
+
 Result<bool> SessionStore::delete_response(const std::string& owner, const std::string& id) {
     std::lock_guard lock(mu_);
     auto st = db_->prepare("DELETE FROM responses WHERE id=?1 AND owner=?2 AND created_at>?3");

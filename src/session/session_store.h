@@ -98,6 +98,10 @@ public:
     Result<std::optional<StoredResponse>> get_response(const std::string& owner, const std::string& id);
     // false: absent.
     Result<bool> delete_response(const std::string& owner, const std::string& id);
+    // Every live response, of every owner, whose response_json has "background": true and "status"
+    // "queued" or "in_progress": the background responses a stopped server left unfinished. Reads
+    // response_json with SQLite's json_extract over the whole table: for the start, not a hot path.
+    Result<std::vector<StoredResponse>> unfinished_background_responses();
 
     Status put_conversation(StoredConversation c);
     Result<std::optional<StoredConversation>> get_conversation(const std::string& owner, const std::string& id);

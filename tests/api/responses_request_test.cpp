@@ -86,6 +86,8 @@ TEST(ResponsesRequest, RefusalsNameTheField) {
         {R"({"input": "x", "instructions": 5})", "instructions"},
         {R"({"input": "x", "metadata": {"k": 5}})", "metadata.k"},
         {R"({"input": "x", "user": 5})", "user"},
+        {R"({"input": "x", "background": "yes"})", "background"},
+        {R"({"input": "x", "background": true, "store": false})", "background"},
     };
     for (const auto& [body, param] : cases) {
         const ApiError e = refusal(body);
@@ -100,7 +102,7 @@ TEST(ResponsesRequest, UnimplementedFeaturesAreRefusedByName) {
         {R"({"input": "x", "tools": [{"type": "function"}]})", "tools"},
         {R"({"input": "x", "tool_choice": "required"})", "tool_choice"},
         {R"({"input": "x", "reasoning": {"effort": "low"}})", "reasoning"},
-        {R"({"input": "x", "background": true})", "background"},
+        {R"({"input": "x", "background": true, "stream": true})", "background"},
         {R"({"input": "x", "include": ["message.output_text.logprobs"]})", "include"},
         {R"({"input": "x", "text": {"format": {"type": "json_schema"}}})", "text.format"},
         {R"({"input": "x", "text": {"verbosity": "low"}})", "text.verbosity"},
@@ -115,6 +117,24 @@ TEST(ResponsesRequest, UnimplementedFeaturesAreRefusedByName) {
         EXPECT_EQ(e.code, "unsupported_field") << body;
         EXPECT_EQ(e.param, param) << body << ": " << e.message;
     }
+}
+
+TEST(ResponsesRequest, BackgroundNeedsStoreAndNoStream) {
+    ResponsesRequest r;
+    ASSERT_FALSE(parse_responses_request(R"({"input": "x", "background": true})", r));
+    EXPECT_TRUE(r.background);
+    EXPECT_TRUE(r.store) << "store defaults to true";
+    ASSERT_FALSE(parse_responses_request(R"({"input": "x", "background": true, "store": true, "stream": false})", r));
+    EXPECT_TRUE(r.background);
+    ASSERT_FALSE(parse_responses_request(R"({"input": "x", "background": false, "store": false, "stream": true})", r));
+    EXPECT_FALSE(r.background);
+    ASSERT_FALSE(parse_responses_request(R"({"input": "x", "background": null})", r));
+    EXPECT_FALSE(r.background);
+    const ApiError no_store = refusal(R"({"input": "x", "background": true, "store": false})");
+    EXPECT_NE(no_store.message.find("store"), std::string::npos) << no_store.message;
+    const ApiError streamed = refusal(R"({"input": "x", "background": true, "stream": true})");
+    EXPECT_EQ(streamed.code, "unsupported_field");
+    EXPECT_NE(streamed.message.find("stream"), std::string::npos) << streamed.message;
 }
 
 TEST(ResponsesRequest, EveryResponsesFieldHasARule) {

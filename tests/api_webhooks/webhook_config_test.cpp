@@ -109,16 +109,21 @@ TEST(RetryPolicy, DoublesFromTheBaseUpToTheCap) {
     EXPECT_EQ(p.delay_ms(2, 0.75), 8500);
 }
 
-TEST(WebhookPayload, TypeTimestampDataInThatOrder) {
-    auto body = make_payload("batch.completed", R"({"id": "batch_1", "n": 2})", 1767323045678);
+TEST(WebhookPayload, OpenAiEventObjectInThatOrder) {
+    auto body = make_payload("batch.completed", R"({"id": "batch_1", "n": 2})", 1767323045678, "evt_1");
     ASSERT_TRUE(body.ok()) << body.status().message();
-    EXPECT_EQ(*body, R"({"type":"batch.completed","timestamp":"2026-01-02T03:04:05.678Z","data":{"id":"batch_1","n":2}})");
+    EXPECT_EQ(*body,
+              R"({"object":"event","id":"evt_1","type":"batch.completed","created_at":1767323045,"data":{"id":"batch_1","n":2}})");
     EXPECT_EQ(iso8601_utc(0), "1970-01-01T00:00:00.000Z");
-    EXPECT_FALSE(make_payload("Batch Completed", "{}", 0).ok());
-    EXPECT_FALSE(make_payload("", "{}", 0).ok());
-    EXPECT_FALSE(make_payload("x", "[1]", 0).ok());
-    EXPECT_FALSE(make_payload("x", "{", 0).ok());
-    EXPECT_FALSE(make_payload("x", "{} {}", 0).ok());
+    EXPECT_FALSE(make_payload("Batch Completed", "{}", 0, "evt_1").ok());
+    EXPECT_FALSE(make_payload("", "{}", 0, "evt_1").ok());
+    EXPECT_FALSE(make_payload("x", "[1]", 0, "evt_1").ok());
+    EXPECT_FALSE(make_payload("x", "{", 0, "evt_1").ok());
+    EXPECT_FALSE(make_payload("x", "{} {}", 0, "evt_1").ok());
+    const std::string a = new_event_id(), b = new_event_id();
+    EXPECT_EQ(a.size(), 4u + 32u);
+    EXPECT_EQ(a.rfind("evt_", 0), 0u);
+    EXPECT_NE(a, b);
 }
 
 TEST(WebhookPayload, MessageIdsAreFreshAndWellFormed) {

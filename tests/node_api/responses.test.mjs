@@ -128,7 +128,9 @@ test('bad input is a 4xx naming the field, and the server keeps serving', async 
     'tools', 'unsupported_field');
   await rejectsWith(a.responses.create({ input: 'x', reasoning: { effort: 'high' } }), 400, 'reasoning',
     'unsupported_field');
-  await rejectsWith(a.responses.create({ input: 'x', background: true }), 400, 'background', 'unsupported_field');
+  await rejectsWith(a.responses.create({ input: 'x', background: true, stream: true }), 400, 'background',
+    'unsupported_field');
+  await rejectsWith(a.responses.create({ input: 'x', background: true, store: false }), 400, 'background');
   await rejectsWith(a.responses.create({ input: 'x', include: ['reasoning.encrypted_content'] }), 400, 'include',
     'unsupported_field');
   await rejectsWith(a.responses.create({ input: 'x', text: { format: { type: 'json_object' } } }), 400, 'text.format',

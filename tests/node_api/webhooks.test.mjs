@@ -115,10 +115,12 @@ function checkRequest(d, type, batchId) {
   assert.ok(!signatureValid(d.id, d.timestamp, d.body + ' ', d.signature), 'the check fails on another body');
   assert.ok(Math.abs(Number(d.timestamp) - Date.now() / 1000) < 300, `webhook-timestamp ${d.timestamp}`);
   const payload = JSON.parse(d.body);
-  assert.deepEqual(Object.keys(payload), ['type', 'timestamp', 'data']);
+  assert.deepEqual(Object.keys(payload), ['object', 'id', 'type', 'created_at', 'data']);  // OpenAI's event object
+  assert.equal(payload.object, 'event');
+  assert.match(payload.id, /^evt_[0-9a-f]{32}$/);
   assert.equal(payload.type, type);
   assert.deepEqual(payload.data, { id: batchId });
-  assert.match(payload.timestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  assert.ok(Math.abs(payload.created_at - Date.now() / 1000) < 300, `created_at ${payload.created_at}`);
 }
 
 before(async () => {
@@ -137,7 +139,7 @@ after(async () => {
 
 test('batch.completed: failed twice, then accepted once, one webhook-id and one body, signed every time', async () => {
   assert.ok(fs.existsSync(path.join(dir, 'sessions-webhooks.db')), 'the state db defaults to beside the session db');
-  assert.match(server.stderr(), /webhooks: batch events to 1 URL\(s\), pending deliveries in .*sessions-webhooks\.db/);
+  assert.match(server.stderr(), /webhooks: batch and background response events to 1 URL\(s\), pending deliveries in .*sessions-webhooks\.db/);
   const batch = await createBatch(['a', 'b', 'c'].map((id) => chatLine(id)));
   assert.equal((await finished(batch.id)).status, 'completed');
   const id = await acceptedEvent(batch.id);

@@ -11,17 +11,24 @@
 
 namespace hichat::api::webhooks {
 
-std::string new_message_id() {
+namespace {
+
+std::string random_id(const char* prefix) {
     unsigned char bytes[16];
     CHECK_EQ(RAND_bytes(bytes, sizeof bytes), 1) << "OpenSSL's random generator failed";
     static constexpr char kHex[] = "0123456789abcdef";
-    std::string id = "msg_";
+    std::string id = prefix;
     for (unsigned char b : bytes) {
         id += kHex[b >> 4];
         id += kHex[b & 15];
     }
     return id;
 }
+
+}  // namespace
+
+std::string new_message_id() { return random_id("msg_"); }
+std::string new_event_id() { return random_id("evt_"); }
 
 std::string iso8601_utc(int64_t unix_ms) {
     const time_t seconds = static_cast<time_t>(unix_ms / 1000);
@@ -43,13 +50,16 @@ Status check_event_type(std::string_view event_type) {
                             "' is not 1 to 64 characters of [a-z0-9._-]");
 }
 
-Result<std::string> make_payload(std::string_view event_type, std::string_view data_json, int64_t unix_ms) {
+Result<std::string> make_payload(std::string_view event_type, std::string_view data_json, int64_t unix_ms,
+                                 std::string_view event_id) {
     HICHAT_RETURN_IF_ERROR(check_event_type(event_type));
     nlohmann::ordered_json data = nlohmann::ordered_json::parse(data_json, nullptr, /*allow_exceptions=*/false);
     if (!data.is_object()) return invalid_argument("webhook data for '" + std::string(event_type) + "' is not a JSON object");
     nlohmann::ordered_json payload;
+    payload["object"] = "event";
+    payload["id"] = event_id;
     payload["type"] = event_type;
-    payload["timestamp"] = iso8601_utc(unix_ms);
+    payload["created_at"] = unix_ms / 1000;
     payload["data"] = std::move(data);
     return payload.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
 }

@@ -85,7 +85,7 @@ Result<std::string> WebhookSender::Impl::enqueue_to_urls(const std::vector<std::
                                                          std::string_view event_type, std::string_view data_json) {
     if (urls.empty()) return invalid_argument("no webhook target configured (--webhook-url)");
     const int64_t now_ms = unix_ms_now();
-    auto body = make_payload(event_type, data_json, now_ms);
+    auto body = make_payload(event_type, data_json, now_ms, new_event_id());
     if (!body.ok()) return body.status();
     std::vector<std::shared_ptr<Delivery>> deliveries;
     const std::string message_id = new_message_id();

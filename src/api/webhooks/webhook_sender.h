@@ -2,7 +2,8 @@
 // Standard Webhooks POSTs, at least once, retried with exponential backoff.
 //
 // Flags (read by `hichat serve` only, style rule 11; parsed by webhook_flags.h; the server sends the
-// Batch API's batch.completed / batch.failed / batch.cancelled / batch.expired events):
+// Batch API's batch.completed / batch.failed / batch.cancelled / batch.expired events and the
+// background responses' response.completed / .incomplete / .failed / .cancelled):
 //   --webhook-url URL            a target for every event (repeatable); http:// or https://
 //   --webhook-secret-file PATH   "whsec_<base64>" secret (or the environment's HICHAT_WEBHOOK_SECRET)
 //   --webhook-allow HOST[,HOST]  the only hosts a webhook may go to: exact names, "*.example.com",
@@ -67,7 +68,8 @@ public:
     WebhookSender& operator=(const WebhookSender&) = delete;
 
     // Queues `event_type` with `data_json` (a JSON object) for every configured target and returns
-    // the webhook-id. The body is {"type": event_type, "timestamp": "<ISO 8601 UTC>", "data": ...}.
+    // the webhook-id. The body is OpenAI's event object: {"object": "event", "id": "evt_...", "type":
+    // event_type, "created_at": <unix seconds>, "data": ...}.
     // Errors: an event type outside [a-z0-9._-], data that is not a JSON object, no target
     // configured, max_pending deliveries already pending.
     Result<std::string> enqueue(std::string_view event_type, std::string_view data_json);
