@@ -80,29 +80,42 @@ std::vector<float> all_cpu_logits(const model::Checkpoint& ckpt, const std::vect
     return logits;
 }
 
-class StreamedLayersTest : public ::testing::TestWithParam<std::string> {};
+// A golden family's checkpoint, its ids, and what the all-GPU and all-CPU runs compute from them.
+class StreamedLayersTest : public ::testing::TestWithParam<std::string> {
+protected:
+    void SetUp() override {
+        if (!cuda_available()) GTEST_SKIP() << "SKIPPED: no CUDA device";
+        auto ckpt = model::Checkpoint::open(fixture_dir(GetParam()));
+        ASSERT_TRUE(ckpt.ok()) << ckpt.status().message();
+        checkpoint_ = std::move(ckpt).value();
+        ids = testing::read_golden(GetParam())["ids_300"].get<std::vector<int32_t>>();
+        num_layers = checkpoint_->config().num_layers;
+        auto all_gpu = make_runner(*checkpoint_, cuda_options(-1));
+        ASSERT_TRUE(all_gpu.ok()) << all_gpu.status().message();
+        reference = run(**all_gpu, ids);
+        all_gpu->reset();   // its device memory back before the split runners
+        cpu_logits = all_cpu_logits(*checkpoint_, ids);
+    }
+    Result<std::unique_ptr<ModelRunner>> split(int gpu_layers, OffloadMode offload, std::string& placement) const {
+        return make_runner(*checkpoint_, cuda_options(gpu_layers, offload), &placement);
+    }
+
+    std::unique_ptr<model::Checkpoint> checkpoint_;
+    std::vector<int32_t> ids;
+    int num_layers = 0;
+    RunOutput reference;
+    std::vector<float> cpu_logits;
+};
 
 TEST_P(StreamedLayersTest, EverySplitEqualsAllGpu) {
-    if (!cuda_available()) GTEST_SKIP() << "SKIPPED: no CUDA device";
-    auto ckpt = model::Checkpoint::open(fixture_dir(GetParam()));
-    ASSERT_TRUE(ckpt.ok()) << ckpt.status().message();
-    const auto golden = testing::read_golden(GetParam());
-    const auto ids = golden["ids_300"].get<std::vector<int32_t>>();
-    const int num_layers = (*ckpt)->config().num_layers;
-
-    auto all_gpu = make_runner(**ckpt, cuda_options(-1));
-    ASSERT_TRUE(all_gpu.ok()) << all_gpu.status().message();
-    const RunOutput reference = run(**all_gpu, ids);
-    all_gpu->reset();
-    const std::vector<float> cpu_logits = all_cpu_logits(**ckpt, ids);
     for (int gpu_layers = 0; gpu_layers < num_layers; ++gpu_layers) {
         std::string placement;
-        auto split = make_runner(**ckpt, cuda_options(gpu_layers), &placement);
-        ASSERT_TRUE(split.ok()) << split.status().message();
+        auto runner = split(gpu_layers, OffloadMode::kStream, placement);
+        ASSERT_TRUE(runner.ok()) << runner.status().message();
         const std::string said = std::to_string(gpu_layers) + " of " + std::to_string(num_layers) + " layers on the GPU, " +
                                  std::to_string(num_layers - gpu_layers) + " streamed";
         EXPECT_NE(placement.find(said), std::string::npos) << placement;
-        const RunOutput got = run(**split, ids);
+        const RunOutput got = run(**runner, ids);
         ASSERT_EQ(got.logits.size(), reference.logits.size());
         double max_diff = 0;
         for (size_t i = 0; i < got.logits.size(); ++i)
@@ -117,26 +130,14 @@ TEST_P(StreamedLayersTest, EverySplitEqualsAllGpu) {
 }
 
 TEST_P(StreamedLayersTest, EveryCpuSplitMatchesAllGpuWithinTolerance) {
-    if (!cuda_available()) GTEST_SKIP() << "SKIPPED: no CUDA device";
-    auto ckpt = model::Checkpoint::open(fixture_dir(GetParam()));
-    ASSERT_TRUE(ckpt.ok()) << ckpt.status().message();
-    const auto golden = testing::read_golden(GetParam());
-    const auto ids = golden["ids_300"].get<std::vector<int32_t>>();
-    const int num_layers = (*ckpt)->config().num_layers;
-
-    auto all_gpu = make_runner(**ckpt, cuda_options(-1));
-    ASSERT_TRUE(all_gpu.ok()) << all_gpu.status().message();
-    const RunOutput reference = run(**all_gpu, ids);
-    all_gpu->reset();
-    const std::vector<float> cpu_logits = all_cpu_logits(**ckpt, ids);
     for (int gpu_layers = 0; gpu_layers < num_layers; ++gpu_layers) {
         std::string placement;
-        auto split = make_runner(**ckpt, cuda_options(gpu_layers, OffloadMode::kCpu), &placement);
-        ASSERT_TRUE(split.ok()) << split.status().message();
+        auto runner = split(gpu_layers, OffloadMode::kCpu, placement);
+        ASSERT_TRUE(runner.ok()) << runner.status().message();
         const std::string said = std::to_string(gpu_layers) + " of " + std::to_string(num_layers) + " layers on the GPU, " +
                                  std::to_string(num_layers - gpu_layers) + " on the CPU";
         EXPECT_NE(placement.find(said), std::string::npos) << placement;
-        const RunOutput got = run(**split, ids);
+        const RunOutput got = run(**runner, ids);
         const double err = testing::relative_error(got.logits, reference.logits);
         int same = 0, total = 0;
         for (size_t s = 0; s < got.ids.size(); ++s) {
