@@ -8,6 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "api/batch_lines.h"
 #include "api/http/cors.h"
 #include "api/webhooks/webhook_flags.h"
 #include "default_model.h"
@@ -280,6 +281,7 @@ void apply_ints(const IntValues& v, ServeOptions& o) {
     o.engine.scheduler.max_num_seqs = static_cast<int>(v.seqs);
     o.engine.scheduler.max_num_tokens_per_step = static_cast<int>(std::max(v.tokens, v.seqs));
     o.engine.scheduler.prefill_chunk_tokens = static_cast<int>(v.chunk);
+    o.engine.scheduler.background_priority = api::kBatchLinePriority;   // batch lines run on spare capacity
     o.engine.max_waiting = static_cast<int>(v.queue);
     o.kv_cache_bytes = v.kv_mb << 20;
     o.max_model_len = static_cast<int>(v.max_len);

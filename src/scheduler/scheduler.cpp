@@ -31,6 +31,7 @@ Status SchedulerConfig::validate() const {
     if (!(target_itl_ms >= 0)) return invalid_argument("target_itl_ms must be >= 0");
     if (!(target_ttft_ms >= 0)) return invalid_argument("target_ttft_ms must be >= 0");
     if (min_prefill_tokens_per_step < 1) return invalid_argument("min_prefill_tokens_per_step must be >= 1");
+    if (background_prefill_tokens_per_step < 1) return invalid_argument("background_prefill_tokens_per_step must be >= 1");
     for (const OwnerWeight& w : owner_weights) {
         if (!(w.weight > 0)) return invalid_argument("owner weights must be > 0");
     }
@@ -73,6 +74,16 @@ StepPlan Scheduler::schedule(const std::vector<SeqState*>& seqs, std::chrono::st
     StepPlan plan;
     int budget = config_.max_num_tokens_per_step;
     load_ = {};
+    // Background prefill: none while a more urgent sequence waits or prefills, its share while they
+    // only decode, everything when there are none.
+    bool urgent_decodes = false, urgent_prefills = false;
+    for (const SeqState* s : seqs) {
+        if (background(*s)) continue;
+        urgent_prefills |= s->status == SeqStatus::kWaiting ||
+                           (s->status == SeqStatus::kRunning && s->num_tokens - s->num_tokens_cached > 1);
+        urgent_decodes |= s->status == SeqStatus::kRunning;
+    }
+    load_.background_left = urgent_prefills ? 0 : urgent_decodes ? config_.background_prefill_tokens_per_step : budget;
     schedule_running(running, plan, budget, now);
     int num_running = 0;
     for (const SeqState* s : running) num_running += s->status == SeqStatus::kRunning;
@@ -95,7 +106,7 @@ void Scheduler::schedule_running(std::vector<SeqState*>& running, StepPlan& plan
             CHECK_GT(remaining, 0) << "sequence " << seq->id;
             if ((remaining == 1) != decode_pass) continue;
             int n = std::min({remaining, config_.prefill_chunk_tokens, budget});
-            if (!decode_pass) n = prefill_allowed(*seq, n, now);
+            if (!decode_pass) n = prefill_allowed(*seq, background_allowed(*seq, n), now);
             if (n == 0) continue;   // held back this step by the ITL target; keeps its KV
             bool have_kv = true;
             while (!blocks_.grow(seq->blocks, seq->num_tokens_cached + n)) {
@@ -145,6 +156,7 @@ void Scheduler::add_to_load(const SeqState& seq, int num_tokens) {
     load_.features += chunk_features(seq.num_tokens_cached, num_tokens);
     if (seq.num_tokens - seq.num_tokens_cached != 1) {
         load_.prefill_granted += num_tokens;
+        if (background(seq)) load_.background_left -= num_tokens;
         return;
     }
     const double itl = targets_of(seq).itl_ms;
@@ -299,7 +311,9 @@ void Scheduler::admit_waiting(std::vector<SeqState*>& waiting, const std::vector
         // The latency targets: admission keeps the decodes within the ITL target, and the first chunk
         // is what the target allows (judged before the prefix lookup, as if nothing were cached).
         if (!admission_fits(*seq, now)) break;
-        const int allowed = prefill_allowed(*seq, std::min({seq->num_tokens, config_.prefill_chunk_tokens, budget}), now);
+        const int wanted = std::min({seq->num_tokens, config_.prefill_chunk_tokens, budget});
+        if (background_allowed(*seq, wanted) == 0) continue;   // background, its share of this step taken
+        const int allowed = prefill_allowed(*seq, background_allowed(*seq, wanted), now);
         if (allowed == 0) break;
         if (!allocate_for_admission(*seq, /*reserve=*/num_running)) break;
         seq->status = SeqStatus::kRunning;

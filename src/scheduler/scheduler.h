@@ -16,6 +16,7 @@
 #pragma once
 
 #include <chrono>
+#include <limits>
 #include <unordered_map>
 #include <vector>
 
@@ -59,6 +60,14 @@ struct SchedulerConfig {
     // first, so one owner's flood cannot starve the others. One owner (no keys): arrival order.
     std::vector<OwnerWeight> owner_weights;
     double fair_share_half_life_s = 10.0;
+    // Background work (the Batch API's lines: serve sets background_priority to their priority):
+    // sequences whose priority is at least background_priority prefill nothing while a more urgent
+    // sequence waits or prefills, share background_prefill_tokens_per_step prefill tokens per step
+    // while more urgent ones only decode, and take the whole budget when there are none (their decodes
+    // are never limited), so that background prefills never make the long steps that interactive
+    // requests wait behind. Under a sustained interactive overload the background waits.
+    int background_priority = std::numeric_limits<int>::max();   // max: no background class
+    int background_prefill_tokens_per_step = 64;
 
     Status validate() const;
 };
@@ -101,7 +110,13 @@ private:
         StepFeatures features;
         double itl_ms = 0;          // strictest ITL target of the step's decoding sequences; 0: none
         int prefill_granted = 0;    // prefill tokens planned so far
+        int background_left = 0;    // prefill tokens background sequences may still take this step
     };
+    bool background(const SeqState& s) const { return s.priority >= config_.background_priority; }
+    // n limited to what background prefill has left this step (n itself for other sequences).
+    int background_allowed(const SeqState& seq, int n) const {
+        return background(seq) ? std::min(n, load_.background_left) : n;
+    }
     bool targets_on() const;
     // The predicted time a step may take under an ITL target (headroom for the model's error).
     double planned_ms(double target_ms) const;
