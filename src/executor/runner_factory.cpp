@@ -122,7 +122,9 @@ Result<std::unique_ptr<ModelRunner>> make_cuda_runner(const model::Checkpoint& c
     // only when something leaves the GPU.
     auto probe = cuda::probe_device(placing ? size_t{256} << 20 : size_t{1} << 20);
     if (!probe.ok()) return probe.status();
-    CpuCapacity cpu_rates = placing ? measure_cpu_capacity(o.num_threads) : CpuCapacity{1, 1};
+    // The CPU's rates only matter where layers may go to the CPU.
+    const bool cpu_possible = o.offload != OffloadMode::kStream;
+    CpuCapacity cpu_rates = placing && cpu_possible ? measure_cpu_capacity(o.num_threads) : CpuCapacity{1, 1};
     PlacementInputs in = placement_inputs(cfg, o, context, probe->free_bytes, probe->h2d_bytes_per_s,
                                           probe->memory_bytes_per_s, probe->bf16_flops_per_s, cpu_rates);
     auto plan = plan_placement(in);
@@ -130,7 +132,7 @@ Result<std::unique_ptr<ModelRunner>> make_cuda_runner(const model::Checkpoint& c
         if (!placing) {
             probe = cuda::probe_device();
             if (!probe.ok()) return probe.status();
-            cpu_rates = measure_cpu_capacity(o.num_threads);
+            if (cpu_possible) cpu_rates = measure_cpu_capacity(o.num_threads);
             in = placement_inputs(cfg, o, context, probe->free_bytes, probe->h2d_bytes_per_s, probe->memory_bytes_per_s,
                                   probe->bf16_flops_per_s, cpu_rates);
             plan = plan_placement(in);
@@ -154,13 +156,15 @@ Result<std::unique_ptr<ModelRunner>> make_cuda_runner(const model::Checkpoint& c
         }
         if (o.gpu_memory_bytes > 0) kv_budget = in.machine.gpu_budget_bytes - plan->weight_bytes_gpu - plan->stream_buffer_bytes;
         if (placement != nullptr) {
-            char line[256];
+            char line[128], cpu[96] = "";
             std::snprintf(line, sizeof(line),
-                          "\nmeasured: PCIe host->device %.1f GB/s, GPU memory %.0f GB/s, bf16 peak %.0f TFLOP/s; "
-                          "CPU bf16 GEMV %.1f GB/s, 64-token GEMM %.0f GFLOP/s",
-                          probe->h2d_bytes_per_s / 1e9, probe->memory_bytes_per_s / 1e9, probe->bf16_flops_per_s / 1e12,
-                          cpu_rates.memory_bytes_per_s / 1e9, cpu_rates.flops_per_s / 1e9);
-            *placement = describe(*plan) + line;
+                          "\nmeasured: PCIe host->device %.1f GB/s, GPU memory %.0f GB/s, bf16 peak %.0f TFLOP/s",
+                          probe->h2d_bytes_per_s / 1e9, probe->memory_bytes_per_s / 1e9, probe->bf16_flops_per_s / 1e12);
+            if (cpu_possible) {
+                std::snprintf(cpu, sizeof(cpu), "; CPU bf16 GEMV %.1f GB/s, 64-token GEMM %.0f GFLOP/s",
+                              cpu_rates.memory_bytes_per_s / 1e9, cpu_rates.flops_per_s / 1e9);
+            }
+            *placement = describe(*plan) + line + cpu;
         }
     }
     auto r = CudaRunner::create(checkpoint, {.gpu_memory_fraction = o.gpu_memory_fraction,
