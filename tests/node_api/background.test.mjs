@@ -17,7 +17,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
-import { DEFAULT_MODEL, startServer } from './server_harness.mjs';
+import { DEFAULT_MODEL, startServer, until } from './server_harness.mjs';
 
 const SECRET = 'whsec_' + crypto.randomBytes(32).toString('base64');
 const FINAL = new Set(['completed', 'incomplete', 'failed', 'cancelled']);
@@ -60,16 +60,6 @@ async function startReceiver() {
   r.about = (responseId) => r.requests.filter((d) => d.payload.data?.id === responseId);
   r.close = () => new Promise((resolve) => { httpServer.closeAllConnections(); httpServer.close(resolve); });
   return r;
-}
-
-async function until(what, check, deadlineMs = 120_000) {
-  const end = Date.now() + deadlineMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 const outputText = (r) => r.output.flatMap((item) => item.content.map((c) => c.text)).join('');

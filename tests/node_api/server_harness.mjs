@@ -80,3 +80,14 @@ export async function metric(url, name) {
   const line = text.split('\n').find((l) => l.startsWith(name + ' ') || l.startsWith(name + '{'));
   return line === undefined ? undefined : Number(line.split(' ').pop());
 }
+
+// Polls `check` until it returns something truthy; fails after `deadlineMs`.
+export async function until(what, check, deadlineMs = 120_000) {
+  const end = Date.now() + deadlineMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

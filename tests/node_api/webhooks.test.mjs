@@ -18,7 +18,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import OpenAI, { toFile } from 'openai';
-import { BIN, makeModelDir, startServer } from './server_harness.mjs';
+import { BIN, makeModelDir, startServer, until } from './server_harness.mjs';
 
 const SECRET = 'whsec_' + crypto.randomBytes(32).toString('base64');
 const RETRY_BASE_MS = 50;
@@ -70,17 +70,6 @@ async function startReceiver(statusOf = () => 200) {
   r.idFor = (batchId) => r.requests.find((d) => JSON.parse(d.body).data?.id === batchId)?.id;
   r.close = () => new Promise((resolve) => { httpServer.closeAllConnections(); httpServer.close(resolve); });
   return r;
-}
-
-// Polls `check` until it returns something truthy; fails after `deadlineMs`.
-async function until(what, check, deadlineMs = 120_000) {
-  const end = Date.now() + deadlineMs;
-  for (;;) {
-    const value = await check();
-    if (value) return value;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 const chatLine = (customId, body = {}) => JSON.stringify({ custom_id: customId, method: 'POST', url: '/v1/chat/completions',
