@@ -1,6 +1,7 @@
 #include "serve_command.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include <csignal>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/telemetry/access_log.h"
+#include "api/telemetry/step_log.h"
 #include "api/policy/api_key_store.h"
 #include "api/policy/deny_list.h"
 #include "api/telemetry/metrics.h"
@@ -57,6 +59,7 @@ struct Frontend {
     std::unique_ptr<api::QuotaLimiter> quotas;
     api::Metrics metrics;
     std::unique_ptr<api::AccessLog> access_log;
+    std::unique_ptr<api::StepLog> step_log;     // written by the engine thread only
     api::DenyList deny_list;
     std::unique_ptr<api::webhooks::WebhookSender> webhooks;  // null without --webhook-url
 };
@@ -142,6 +145,11 @@ Status build_frontend(const ServeOptions& o, Frontend& f) {
         if (!log.ok()) return invalid_argument("--access-log " + log.status().message());
         f.access_log = std::move(log).value();
     }
+    if (!o.step_log.empty()) {
+        auto log = api::StepLog::open(o.step_log);
+        if (!log.ok()) return invalid_argument("--step-log " + log.status().message());
+        f.step_log = std::move(log).value();
+    }
     if (o.session_db_is_default && o.sessions.path != ":memory:") {
         std::error_code ec;  // a failure shows as the store's own "cannot open" below
         std::filesystem::create_directories(std::filesystem::path(o.sessions.path).parent_path(), ec);
@@ -217,8 +225,18 @@ Status start_engine(const ServeOptions& o, Frontend& f, LoadedModel& m) {
     engine::EngineConfig engine_config = o.engine;
     engine_config.max_model_len = o.max_model_len;
     engine_config.output_deny_list = f.deny_list.phrases();
-    engine_config.on_step = [metrics = &f.metrics](const engine::StepReport& r) {
+    engine_config.on_step = [metrics = &f.metrics, log = f.step_log.get(),
+                             t0 = std::chrono::steady_clock::now()](const engine::StepReport& r) {
         metrics->observe_step(r.ms / 1000.0, r.prefill_tokens);
+        if (log == nullptr) return;
+        log->write({.at_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                    .ms = r.ms,
+                    .predicted_ms = r.predicted_ms,
+                    .blocked_ms = r.blocked_ms,
+                    .prefill_tokens = r.prefill_tokens,
+                    .decode_rows = r.decode_rows,
+                    .decode_keys = r.decode_keys,
+                    .itl_target_ms = r.itl_target_ms});
     };
     m.engine = std::make_unique<engine::Engine>(std::move(runner).value(), *m.tokenizer, engine_config);
     const engine::EngineStats kv = m.engine->stats();

@@ -40,6 +40,9 @@ constexpr FlagSpec kFlags[] = {
      .help = "refuse prompts and end outputs that contain a phrase of FILE (one per line)", .default_note = "off"},
     {.name = "access-log", .value_name = "FILE|-", .help = "one JSON line per request, appended to FILE; -: stderr",
      .default_note = "off"},
+    {.name = "step-log", .value_name = "FILE",
+     .help = "one JSON line per engine step, appended to FILE: its time, the cost model's prediction, what it held",
+     .default_note = "off"},
     {.name = "allowed-origin", .kind = FlagKind::kRepeated, .value_name = "ORIGIN|*",
      .help = "let browser pages of ORIGIN (scheme://host[:port]), or of any origin (*), call the API (CORS)",
      .default_note = "no cross-origin access"},
@@ -462,6 +465,7 @@ Result<ServeOptions> parse_serve_options(const CliArgs& flags) {
     o.api_key_files = flags.get_all("api-key-file");
     o.deny_list_file = flags.get("deny-list");
     o.access_log = flags.get("access-log");
+    o.step_log = flags.get("step-log");
     o.sessions.path = flags.get("session-db");
     o.session_db_is_default = o.sessions.path.empty();
     if (o.session_db_is_default) o.sessions.path = default_session_db();

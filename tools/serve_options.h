@@ -39,6 +39,7 @@ struct ServeOptions {
     api::QuotaConfig quota;
     std::string deny_list_file;
     std::string access_log;                // file path, "-" for stderr, empty: off
+    std::string step_log;                  // file path, empty: off
     int request_timeout_s = 0;
     session::SessionStoreConfig sessions;  // --session-db, --session-ttl, --session-max-rows
     bool session_db_is_default = false;    // the data folder is created when missing

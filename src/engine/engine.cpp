@@ -69,7 +69,8 @@ void Engine::Impl::sync_step() {
     const scheduler::StepFeatures features = scheduler::plan_features(plan);
     const Clock::time_point start = Clock::now();
     run_forward(plan, batch);
-    record_step(features, plan.itl_target_ms, std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    record_step(features, plan.itl_target_ms, ms, ms);
     ++num_steps_;
     commit(plan, batch);
     remove_finished();
@@ -334,14 +335,20 @@ void Engine::Impl::remove_finished() {
     });
 }
 
-void Engine::Impl::record_step(const scheduler::StepFeatures& features, double itl_target_ms, double ms) {
+void Engine::Impl::record_step(const scheduler::StepFeatures& features, double itl_target_ms, double ms,
+                               double blocked_ms) {
+    const scheduler::StepCostModel& cost = scheduler_.cost_model();
+    const double predicted_ms = cost.ready() ? cost.predict_ms(features) : 0.0;
     scheduler_.observe_step(features, ms);
     if (itl_target_ms > 0 && features.decode_rows > 0 && ms > itl_target_ms) ++itl_target_misses_;
     if (config_.on_step) {
         config_.on_step({.ms = ms,
                          .prefill_tokens = static_cast<int>(features.prefill_tokens),
                          .decode_rows = static_cast<int>(features.decode_rows),
-                         .itl_target_ms = itl_target_ms});
+                         .itl_target_ms = itl_target_ms,
+                         .predicted_ms = predicted_ms,
+                         .blocked_ms = blocked_ms,
+                         .decode_keys = features.decode_keys});
     }
 }
 

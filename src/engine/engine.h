@@ -25,6 +25,11 @@ struct StepReport {
     int prefill_tokens = 0;        // tokens of prefill chunks
     int decode_rows = 0;           // sequences that decoded one token
     double itl_target_ms = 0;      // the scheduler's ITL target for it; 0: none
+    double predicted_ms = 0;       // the cost model's prediction for it (0 before it is ready)
+    // How long the engine thread blocked waiting for the step's results: near 0 when the device had
+    // finished first (pipelined steps), that is when the host set the pace.
+    double blocked_ms = 0;
+    double decode_keys = 0;        // keys the decode rows attended over
 };
 
 struct EngineConfig {

@@ -126,7 +126,7 @@ private:
     void publish_stats();
     // A step of `features` took `ms`: the scheduler's cost model learns it, misses are counted, the
     // on_step hook sees it.
-    void record_step(const scheduler::StepFeatures& features, double itl_target_ms, double ms);
+    void record_step(const scheduler::StepFeatures& features, double itl_target_ms, double ms, double blocked_ms);
 
     std::unique_ptr<executor::ModelRunner> runner_;
     const tokenizer::Tokenizer& tokenizer_;

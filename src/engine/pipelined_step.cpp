@@ -83,11 +83,13 @@ void Engine::Impl::collect_step() {
     CHECK(!inflight_.empty());
     const InflightStep step = std::move(inflight_.front());
     inflight_.pop_front();
+    const Clock::time_point collecting = Clock::now();
     runner_->collect(step_ids_);
     // The step ran from when it was submitted or when the one before it ended, whichever came later.
     const Clock::time_point end = Clock::now();
     record_step(step.features, step.itl_target_ms,
-                std::chrono::duration<double, std::milli>(end - std::max(step.submitted, last_step_end_)).count());
+                std::chrono::duration<double, std::milli>(end - std::max(step.submitted, last_step_end_)).count(),
+                std::chrono::duration<double, std::milli>(end - collecting).count());
     last_step_end_ = end;
     const std::span<const sampling::TokenLogprobs> logprobs = runner_->step_logprobs();
     for (const InflightStep::SampledRow& r : step.rows) {

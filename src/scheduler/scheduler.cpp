@@ -17,6 +17,11 @@ namespace {
 // planning to the full target put about a third of the steps 5-10% over; on the H100 (8B, 256
 // streams, --target-itl-ms 25) planning to 0.9 still left 5% of the steps over 25 ms.
 constexpr double kTargetHeadroom = 0.9;
+// Until the cost model is ready, a step that decodes under an ITL target takes at most this share of
+// the token budget in prefill: the model learns from small mixed steps instead of the whole budget's
+// (on the H100, 8B, the first wave of 256 streams made three 8192-token steps of 186-189 ms beside
+// decodes before the model was ready).
+constexpr int kColdBudgetShare = 32;
 
 }  // namespace
 
@@ -137,6 +142,11 @@ double Scheduler::predict_prefill_ms(int64_t waiting_tokens, const StepFeatures&
     return static_cast<double>(steps) * cost_.predict_ms(step);
 }
 
+int Scheduler::cold_prefill_tokens(int n_max) const {
+    const int share = std::max(1, config_.max_num_tokens_per_step / kColdBudgetShare);
+    return std::clamp(share - load_.prefill_granted, 0, n_max);
+}
+
 double Scheduler::planned_ms(double target_ms) const {
     return std::min(kTargetHeadroom, 1.0 / cost_.slow_ratio()) * target_ms;
 }
@@ -164,8 +174,14 @@ void Scheduler::add_to_load(const SeqState& seq, int num_tokens) {
 }
 
 int Scheduler::prefill_allowed(const SeqState& seq, int n_max, std::chrono::steady_clock::time_point now) const {
-    if (!targets_on() || load_.itl_ms <= 0 || !cost_.ready() || n_max <= 0) return n_max;
-    // The largest chunk whose step stays within the target (the prediction grows with the chunk).
+    if (!targets_on() || load_.itl_ms <= 0 || n_max <= 0) return n_max;
+    const int floor = std::min(n_max, std::max(0, config_.min_prefill_tokens_per_step - load_.prefill_granted));
+    const int n = std::max(cost_.ready() ? largest_chunk_within_target(seq, n_max) : cold_prefill_tokens(n_max), floor);
+    return ttft_at_risk(seq, n, now) ? n_max : n;
+}
+
+int Scheduler::largest_chunk_within_target(const SeqState& seq, int n_max) const {
+    // The prediction grows with the chunk.
     auto step_ms = [&](int n) {
         StepFeatures f = load_.features;
         f += chunk_features(seq.num_tokens_cached, n);
@@ -180,9 +196,7 @@ int Scheduler::prefill_allowed(const SeqState& seq, int n_max, std::chrono::stea
             hi = mid - 1;
         }
     }
-    const int floor = std::min(n_max, std::max(0, config_.min_prefill_tokens_per_step - load_.prefill_granted));
-    const int n = std::max(lo, floor);
-    return ttft_at_risk(seq, n, now) ? n_max : n;
+    return lo;
 }
 
 bool Scheduler::ttft_at_risk(const SeqState& seq, int n_capped, std::chrono::steady_clock::time_point now) const {

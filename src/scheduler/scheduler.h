@@ -120,6 +120,11 @@ private:
     bool targets_on() const;
     // The predicted time a step may take under an ITL target (headroom for the model's error).
     double planned_ms(double target_ms) const;
+    // The largest chunk of `seq` (at most n_max) whose step the cost model predicts within the target.
+    int largest_chunk_within_target(const SeqState& seq, int n_max) const;
+    // The prefill tokens (at most n_max) a step may still take under an ITL target before the cost
+    // model is ready.
+    int cold_prefill_tokens(int n_max) const;
     // Tokens of `seq`'s next prefill chunk (at most n_max) that the latency targets allow this step.
     int prefill_allowed(const SeqState& seq, int n_max, std::chrono::steady_clock::time_point now) const;
     // Whether `seq` (waiting or prefilling) would miss its TTFT target at the ITL-capped pace.
