@@ -3,7 +3,7 @@
 # `hichat bench serve` 128/128, Poisson arrivals at 8 requests/s, 200 prompts. Per server (--batch-concurrency
 # 16, then 64): interactive alone (A), then a 10,000-line /v1/chat/completions batch (max_tokens 64) uploaded
 # and created, interactive again while it runs (B), then the batch cancelled and interactive alone again (A2).
-# From the repo root with a bundle (hichat) as .bundle/pack.tar.xz and the tokenizer as .bundle/tok.tar.gz.
+# BATCH_CONCURRENCY="64": only that server. From the repo root with a bundle (hichat) as .bundle/pack.tar.xz and the tokenizer as .bundle/tok.tar.gz.
 set -uo pipefail
 tar -C .bundle -xJf .bundle/pack.tar.xz
 . .bundle/env.sh; export PYTHONUNBUFFERED=1
@@ -11,7 +11,7 @@ log=$OUT; table=$log/table.txt; : > $table
 row() { printf '%-34s %s\n' "$1" "$2" | tee -a $table; }
 nvidia-smi --query-gpu=name --format=csv,noheader | tee -a $table
 mkdir -p /tmp/tok && tar -C /tmp/tok -xzf .bundle/tok.tar.gz
-timeout 150 python3 scripts/make_bench_checkpoint.py 8b /tmp/b8 /tmp/tok > $log/make_8b.log 2>&1; row "make rc=$?" ""
+[ -f /tmp/b8/config.json ] || { timeout 150 python3 scripts/make_bench_checkpoint.py 8b /tmp/b8 /tmp/tok > $log/make_8b.log 2>&1; row "make rc=$?" ""; }
 python3 - <<'PY'
 import json, random
 random.seed(1)
@@ -33,9 +33,9 @@ load() {  # name
   row "$1" "$(grep '^{' $log/bench_$1.log | tail -1 | python3 -c "$summary")"
 }
 counts() { curl -s http://127.0.0.1:8300/v1/batches/$1 | python3 -c 'import json,sys; d=json.load(sys.stdin); print(d["status"], d["request_counts"])'; }
-for bc in 16 64; do
+for bc in ${BATCH_CONCURRENCY:-16 64}; do
   hichat serve --model /tmp/b8 --device cuda --port 8300 --max-model-len 4096 --batch-concurrency $bc \
-    --session-db /tmp/s$bc.db > $log/serve_$bc.log 2>&1 &
+    --session-db /tmp/s$bc.db --step-log $log/steps_$bc.jsonl > $log/serve_$bc.log 2>&1 &
   pid=$!
   for _ in $(seq 600); do grep -q "ready:" $log/serve_$bc.log && break; sleep 0.2; done
   load "bc${bc}_A_alone"

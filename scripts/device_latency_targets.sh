@@ -3,7 +3,7 @@
 # and lib/ may come as .bundle/pack.tar.xz): the random 8B (bf16) behind `hichat serve`, `hichat bench
 # serve` 128/128 at concurrency 256 (1024 prompts) without targets, then with --target-itl-ms 25, the
 # two alternating twice; p50 / p99 ITL, p99 TTFT and output tok/s per run, and the server's ITL-target
-# misses from /metrics (ROUNDS=1: once each). Prints a table; logs in $OUT.
+# misses from /metrics (ROUNDS=1: once each). Prints a table; logs in $OUT, with each server's --step-log.
 set -uo pipefail
 [ -f .bundle/pack.tar.xz ] && tar -C .bundle -xJf .bundle/pack.tar.xz
 . .bundle/env.sh; export PYTHONUNBUFFERED=1
@@ -11,8 +11,8 @@ log=$OUT; table=$log/table.txt; : > $table
 row() { printf '%-40s %s\n' "$1" "$2" | tee -a $table; }
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader | tee -a $table
 mkdir -p /tmp/tok && tar -C /tmp/tok -xzf .bundle/tok.tar.gz
-timeout 150 python3 scripts/make_bench_checkpoint.py 8b /tmp/b8 /tmp/tok > $log/make_8b.log 2>&1
-row "make 8b rc=$?" ""
+[ -f /tmp/b8/config.json ] || { timeout 150 python3 scripts/make_bench_checkpoint.py 8b /tmp/b8 /tmp/tok > $log/make_8b.log 2>&1
+row "make 8b rc=$?" ""; }
 summary='import json, sys
 d = json.loads(sys.stdin.read() or "{}")
 g = lambda k: d.get(k) or 0
@@ -21,7 +21,7 @@ print("out %.0f tok/s, ITL p50 %.1f p99 %.1f ms, TTFT p50 %.0f p99 %.0f ms, ok %
 serve() {  # name flags...
   local name=$1; shift
   hichat serve --model /tmp/b8 --device cuda --port 8300 --max-num-seqs 256 --max-num-batched-tokens 8192 \
-    --max-model-len 4096 --no-prefix-cache "$@" > $log/serve_$name.log 2>&1 &
+    --max-model-len 4096 --no-prefix-cache --step-log $log/steps_$name.jsonl "$@" > $log/serve_$name.log 2>&1 &
   local pid=$!
   for _ in $(seq 600); do grep -q "ready:" $log/serve_$name.log && break; sleep 0.2; done
   timeout 120 hichat bench serve --url http://127.0.0.1:8300 --model b8 --input-len 128 --output-len 128 \

@@ -221,6 +221,8 @@ Status start_engine(const ServeOptions& o, Frontend& f, LoadedModel& m) {
     auto runner = executor::make_runner(*m.checkpoint, runner_options(o), &placement);
     HICHAT_RETURN_IF_ERROR(runner.status());
     if (!placement.empty()) std::fprintf(stderr, "hichat serve: layer placement:\n%s\n", placement.c_str());
+    if ((*runner)->num_graphs_captured() > 0)
+        std::fprintf(stderr, "hichat serve: %lld decode graphs captured\n", static_cast<long long>((*runner)->num_graphs_captured()));
     const int block_tokens = (*runner)->kv_block_size_tokens();
     engine::EngineConfig engine_config = o.engine;
     engine_config.max_model_len = o.max_model_len;
@@ -236,7 +238,8 @@ Status start_engine(const ServeOptions& o, Frontend& f, LoadedModel& m) {
                     .prefill_tokens = r.prefill_tokens,
                     .decode_rows = r.decode_rows,
                     .decode_keys = r.decode_keys,
-                    .itl_target_ms = r.itl_target_ms});
+                    .itl_target_ms = r.itl_target_ms,
+                    .graphs_captured = r.graphs_captured});
     };
     m.engine = std::make_unique<engine::Engine>(std::move(runner).value(), *m.tokenizer, engine_config);
     const engine::EngineStats kv = m.engine->stats();

@@ -340,6 +340,7 @@ void Engine::Impl::record_step(const scheduler::StepFeatures& features, double i
     const scheduler::StepCostModel& cost = scheduler_.cost_model();
     const double predicted_ms = cost.ready() ? cost.predict_ms(features) : 0.0;
     scheduler_.observe_step(features, ms);
+    const int64_t graphs = runner_->num_graphs_captured();
     if (itl_target_ms > 0 && features.decode_rows > 0 && ms > itl_target_ms) ++itl_target_misses_;
     if (config_.on_step) {
         config_.on_step({.ms = ms,
@@ -348,8 +349,10 @@ void Engine::Impl::record_step(const scheduler::StepFeatures& features, double i
                          .itl_target_ms = itl_target_ms,
                          .predicted_ms = predicted_ms,
                          .blocked_ms = blocked_ms,
-                         .decode_keys = features.decode_keys});
+                         .decode_keys = features.decode_keys,
+                         .graphs_captured = static_cast<int>(graphs - graphs_seen_)});
     }
+    graphs_seen_ = graphs;
 }
 
 void Engine::Impl::publish_stats() {

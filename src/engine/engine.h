@@ -30,6 +30,7 @@ struct StepReport {
     // finished first (pipelined steps), that is when the host set the pace.
     double blocked_ms = 0;
     double decode_keys = 0;        // keys the decode rows attended over
+    int graphs_captured = 0;       // step graphs the runner captured since the step before it was measured
 };
 
 struct EngineConfig {

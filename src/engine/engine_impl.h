@@ -155,6 +155,7 @@ private:
     int64_t num_submitted_ = 0;                 // pipelined steps submitted (the next step_no)
     int64_t num_steps_ = 0, num_preemptions_ = 0;
     int64_t itl_target_misses_ = 0, ttft_target_misses_ = 0;
+    int64_t graphs_seen_ = 0;                   // the runner's num_graphs_captured() at the last step
     Clock::time_point last_step_end_{};         // pipelined: when the last collected step's ids arrived
 
     mutable std::mutex stats_mu_;

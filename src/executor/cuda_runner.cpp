@@ -185,6 +185,10 @@ struct CudaRunner::Impl {
     // A deferred step's masks and pick; then every step's ids (and logprobs) to its slot and its event.
     void end_step(std::span<const uint32_t> masks, std::span<const int32_t> mask_of_row);
     void collect(std::vector<int32_t>& ids);
+    // Runs decode steps of every graph batch bucket, greedy and sampled, at the shortest context bucket
+    // (one-token sequences on the scratch block): each key's first step runs eagerly and its second
+    // captures the graph.
+    void capture_short_context_graphs();
     // The graph for a pure decode step whose ids come back (every sequence one token), if it has one.
     std::optional<GraphKey> decode_graph_key(const ForwardBatch& batch, bool sampled, bool picks) const;
     // Packs ids, positions, slots, logit rows, sequence boundaries and block tables into the pinned
@@ -349,6 +353,26 @@ std::optional<GraphKey> CudaRunner::Impl::decode_graph_key(const ForwardBatch& b
     const int kv_cap = max_blocks_per_seq * config.kv_block_size_tokens;
     const int kv_len = std::min(kv_cap, static_cast<int>(std::bit_ceil(static_cast<unsigned>(std::max(max_kv, kMinGraphKvLen)))));
     return GraphKey{graph_batch_bucket(n), kv_len, sampled, picks};
+}
+
+void CudaRunner::Impl::capture_short_context_graphs() {
+    const std::array<int32_t, 1> table = {scratch_block};
+    const std::array<int32_t, 1> token = {0};
+    std::vector<int32_t> ids;
+    for (const bool sampled : {false, true}) {
+        for (int n = 1; n <= max_graph_batch; n = graph_batch_bucket(n) + 1) {
+            const int bucket = graph_batch_bucket(n);
+            if (bucket > max_graph_batch) break;
+            ForwardBatch batch;
+            batch.seqs.assign(static_cast<size_t>(bucket), ForwardSeq{.block_table = table, .pos0 = 0, .tokens = token});
+            const std::vector<RowSampling> rows(static_cast<size_t>(bucket), RowSampling{.temperature = sampled ? 1.0f : 0.0f});
+            for (int pass = 0; pass < 2; ++pass) {
+                enqueue_forward(batch, rows, /*defer_pick=*/false);
+                end_step({}, {});
+                collect(ids);
+            }
+        }
+    }
 }
 
 void CudaRunner::Impl::upload_metadata(const ForwardBatch& batch, const std::optional<GraphKey>& key,
@@ -795,6 +819,7 @@ Result<std::unique_ptr<CudaRunner>> CudaRunner::create(const model::Checkpoint& 
                                         .kv_dtype = DType::kBF16,
                                         .first_layer = checkpoint.config().num_layers - c.num_cpu_layers});
     }
+    if (c.use_cuda_graphs && c.capture_graphs_at_start && !impl->cpu) impl->capture_short_context_graphs();
     return std::unique_ptr<CudaRunner>(new CudaRunner(std::move(impl)));
 }
 
@@ -831,5 +856,6 @@ void CudaRunner::pick(std::span<const uint32_t> masks, int mask_words, std::span
 }
 void CudaRunner::collect(std::vector<int32_t>& ids) { impl_->collect(ids); }
 std::span<const sampling::TokenLogprobs> CudaRunner::step_logprobs() const { return impl_->collected_logprobs; }
+int64_t CudaRunner::num_graphs_captured() const { return static_cast<int64_t>(impl_->graphs.size()); }
 
 }  // namespace hichat::executor

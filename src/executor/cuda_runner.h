@@ -3,7 +3,7 @@
 // paged KV pool (bf16, or E4M3 with per-layer scales), the workspaces for the largest step, pinned staging buffers, the pinned host KV
 // tier, a compute stream and a copy stream (host-tier copies, ordered by events); no
 // device allocation after construction except the decode graphs, captured on first use for each
-// (padded batch size, power-of-two context) bucket. Engine (or CLI) thread only.
+// (padded batch size, power-of-two context) bucket (or at start for the shortest contexts). Engine (or CLI) thread only.
 #pragma once
 
 #include <memory>
@@ -24,6 +24,11 @@ struct CudaRunnerConfig {
     int max_num_seqs = 256;
     int max_context_tokens = 0;          // 0: the model's max_position_embeddings
     bool use_cuda_graphs = true;         // decode steps replay captured graphs (per batch / context bucket)
+    // create() captures the decode graphs of every batch bucket for the shortest context bucket,
+    // greedy and sampled, with steps of one-token sequences on the scratch block; other graphs are
+    // captured on first use. A capture at serving time holds up the host for longer than a decode
+    // step of the 8B takes, and every running stream's next token waits with it.
+    bool capture_graphs_at_start = false;
     // The KV cache in FP8 (E4M3, half the bytes of bf16): written as e4m3(k / k_scale) with each layer's
     // k_scale / v_scale from the checkpoint (1.0 where it has none), read by the FP8 attention kernels.
     bool kv_fp8 = false;
@@ -78,6 +83,7 @@ public:
     void pick(std::span<const uint32_t> masks, int mask_words, std::span<const int32_t> mask_of_row) override;
     // Computed on the device after the pick (cuda::row_logprobs), copied back with the ids.
     std::span<const sampling::TokenLogprobs> step_logprobs() const override;
+    int64_t num_graphs_captured() const override;
 
 private:
     struct Impl;

@@ -78,6 +78,10 @@ public:
     // meaningful for those rows only; empty when none asked.
     virtual std::span<const sampling::TokenLogprobs> step_logprobs() const { return collected_logprobs_; }
 
+    // Step graphs captured so far (the CUDA runner's decode graphs, one per batch and context bucket):
+    // a capture holds up the host, and so the step that runs beside it.
+    virtual int64_t num_graphs_captured() const { return 0; }
+
 private:
     std::vector<float> argmax_logits_;  // scratch of the default forward_argmax
     std::vector<std::vector<int32_t>> outstanding_;  // default submit(): ids of the uncollected steps

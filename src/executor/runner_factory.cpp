@@ -173,6 +173,7 @@ Result<std::unique_ptr<ModelRunner>> make_cuda_runner(const model::Checkpoint& c
                                              .max_num_tokens_per_step = step.max_num_tokens_per_step,
                                              .max_num_seqs = step.max_num_seqs,
                                              .max_context_tokens = context,
+                                             .capture_graphs_at_start = true,
                                              .kv_fp8 = cuda_kv_fp8(o),
                                              .host_kv_cache_bytes = cuda_host_kv_bytes(checkpoint.config(), o),
                                              .num_streamed_layers = num_streamed,

@@ -29,7 +29,7 @@ TEST(StepLog, OneJsonLinePerStepWithEveryField) {
         auto log = StepLog::open(path);
         ASSERT_TRUE(log.ok()) << log.status().message();
         (*log)->write({.at_s = 1.5, .ms = 12.25, .predicted_ms = 11.5, .blocked_ms = 0.125, .prefill_tokens = 640,
-                       .decode_rows = 250, .decode_keys = 48000, .itl_target_ms = 25});
+                       .decode_rows = 250, .decode_keys = 48000, .itl_target_ms = 25, .graphs_captured = 1});
         (*log)->write({.at_s = 1.6, .ms = 9.0, .decode_rows = 256});
         // Flushed as written: readable before the log is closed.
         EXPECT_EQ(lines_of(path).size(), 2u);
@@ -45,6 +45,7 @@ TEST(StepLog, OneJsonLinePerStepWithEveryField) {
     EXPECT_EQ(first["decode_rows"].get<int>(), 250);
     EXPECT_DOUBLE_EQ(first["decode_keys"].get<double>(), 48000);
     EXPECT_DOUBLE_EQ(first["itl_target_ms"].get<double>(), 25);
+    EXPECT_EQ(first["graphs_captured"].get<int>(), 1);
     const Json second = Json::parse(lines[1]);
     EXPECT_EQ(second["prefill_tokens"].get<int>(), 0);
     EXPECT_EQ(second["decode_rows"].get<int>(), 256);

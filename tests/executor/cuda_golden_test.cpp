@@ -170,6 +170,19 @@ TEST_P(CudaGoldenTest, GraphedDecodeEqualsEagerDecode) {
     for (size_t s = 0; s < eager.size(); ++s) EXPECT_EQ(graphed[s], eager[s]) << "prompt " << s;
 }
 
+// make_runner() captures the decode graphs of the shortest context bucket (256 tokens) for every batch
+// bucket up to max_num_seqs (1, 2, 4, 8), greedy and sampled, before the first step: a decode run then
+// captures only what crosses into a longer context (the 250-token prompt's 512 bucket, once).
+TEST_P(CudaGoldenTest, StartCapturesTheShortContextGraphsOfEveryBatchBucket) {
+    EXPECT_EQ(runner_->num_graphs_captured(), 8);
+    auto ids = golden_["ids_300"].get<std::vector<int32_t>>();
+    const auto eager = decode_three(*runner_, ids, Pick::kHostArgmax);
+    EXPECT_EQ(runner_->num_graphs_captured(), 8) << "eager steps capture nothing";
+    const auto graphed = decode_three(*runner_, ids, Pick::kDeviceArgmax);
+    EXPECT_EQ(runner_->num_graphs_captured(), 9);
+    for (size_t s = 0; s < eager.size(); ++s) EXPECT_EQ(graphed[s], eager[s]) << "prompt " << s;
+}
+
 // The same three prompts, greedy, with step N + 1 submitted before step N's ids are collected: its
 // tokens are the placeholders -(s + 1), which the runner resolves from the previous step's device ids.
 std::vector<std::vector<int32_t>> decode_three_pipelined(ModelRunner& runner, const std::vector<int32_t>& ids) {

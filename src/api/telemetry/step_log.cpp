@@ -25,6 +25,7 @@ std::string StepLog::to_json_line(const StepLogRecord& r) {
     j["decode_rows"] = r.decode_rows;
     j["decode_keys"] = r.decode_keys;
     j["itl_target_ms"] = r.itl_target_ms;
+    j["graphs_captured"] = r.graphs_captured;
     return j.dump();
 }
 

@@ -21,6 +21,7 @@ struct StepLogRecord {
     int decode_rows = 0;
     double decode_keys = 0;    // keys the decode rows attended over
     double itl_target_ms = 0;  // the step's ITL target; 0: none
+    int graphs_captured = 0;   // step graphs the runner captured while it ran (each holds up the host)
 };
 
 class StepLog {
