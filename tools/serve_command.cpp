@@ -11,7 +11,6 @@
 #include <optional>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
 
 #include "api/telemetry/access_log.h"
 #include "api/telemetry/step_log.h"
@@ -20,10 +19,10 @@
 #include "api/telemetry/metrics.h"
 #include "api/policy/quota_limiter.h"
 #include "api/access_observer.h"
-#include "api/background_responses.h"
 #include "api/http/http_server.h"
 #include "api/openai_service.h"
 #include "api/preprocess_pool.h"
+#include "api/webhooks/webhook_outbox.h"
 #include "api/webhooks/webhook_sender.h"
 #include "executor/runner_factory.h"
 #include "model/checkpoint.h"
@@ -62,6 +61,7 @@ struct Frontend {
     std::unique_ptr<api::StepLog> step_log;     // written by the engine thread only
     api::DenyList deny_list;
     std::unique_ptr<api::webhooks::WebhookSender> webhooks;  // null without --webhook-url
+    std::unique_ptr<api::webhooks::WebhookOutbox> outbox;    // the stores' owed events to `webhooks`
 };
 
 struct LoadedModel {
@@ -112,7 +112,9 @@ Status open_batch_store(const ServeOptions& o, Frontend& f) {
 }
 
 // The webhook sender (--webhook-url), started before the server listens so that a state db it
-// cannot open is one error line; its worker resumes the deliveries that db holds.
+// cannot open is one error line; its worker resumes the deliveries that db holds. Then the events
+// the stores still owe (the last server stopped or was killed before handing them over) are enqueued,
+// before any new one.
 Status start_webhooks(const ServeOptions& o, Frontend& f) {
     if (o.webhooks.target_urls.empty()) return ok_status();
     auto sender = api::webhooks::WebhookSender::start(o.webhooks);
@@ -121,6 +123,14 @@ Status start_webhooks(const ServeOptions& o, Frontend& f) {
     std::fprintf(stderr, "hichat serve: webhooks: batch and background response events to %zu URL(s), pending deliveries %s%s\n",
                  o.webhooks.target_urls.size(), o.webhooks.state_db_path.empty() ? "in memory" : "in ",
                  o.webhooks.state_db_path.c_str());
+    f.outbox = std::make_unique<api::webhooks::WebhookOutbox>(*f.webhooks, f.batches.get(), f.sessions.get());
+    auto num_owed = f.outbox->send_all_owed();
+    if (!num_owed.ok()) {
+        std::fprintf(stderr, "hichat serve: warning: webhook events owed by the last run stay owed: %s\n",
+                     num_owed.status().message().c_str());
+    } else if (*num_owed > 0) {
+        std::fprintf(stderr, "hichat serve: webhooks: %d event(s) owed by the last run enqueued\n", *num_owed);
+    }
     return ok_status();
 }
 
@@ -253,26 +263,18 @@ Status start_engine(const ServeOptions& o, Frontend& f, LoadedModel& m) {
     return ok_status();
 }
 
-// OpenAI's webhook event type of a finished batch; "" for a state that is not final.
-std::string_view batch_event_type(session::BatchStatus status) {
-    switch (status) {
-        case session::BatchStatus::kCompleted: return "batch.completed";
-        case session::BatchStatus::kFailed: return "batch.failed";
-        case session::BatchStatus::kCancelled: return "batch.cancelled";
-        case session::BatchStatus::kExpired: return "batch.expired";
-        default: return "";
-    }
+// "; webhook <type> <id>" per event the outbox enqueued for an object, or why none was.
+std::string webhook_note(const Result<std::vector<api::webhooks::EnqueuedEvent>>& sent) {
+    if (!sent.ok()) return "; webhook not sent yet (still owed, sent at the next start): " + sent.status().message();
+    std::string note;
+    for (const auto& e : *sent) note += "; webhook " + e.event_type + " " + e.message_id;
+    return note;
 }
 
-// The batch runner's hook (its thread): one log line and, with webhooks on, the batch's event with
-// data {"id": <batch id>} to every --webhook-url. enqueue never waits on the network or the disk.
-void on_batch_finished(api::webhooks::WebhookSender* webhooks, const session::StoredBatch& b) {
-    std::string webhook;
-    const std::string_view type = batch_event_type(b.status);
-    if (webhooks != nullptr && !type.empty()) {
-        auto id = webhooks->enqueue(type, nlohmann::json{{"id", b.id}}.dump());
-        webhook = id.ok() ? "; webhook " + std::string(type) + " " + *id : "; webhook not sent: " + id.status().message();
-    }
+// The batch runner's hook (its thread): one log line and, with webhooks on, the batch's owed event
+// with data {"id": <batch id>} to every --webhook-url. Never waits on the network.
+void on_batch_finished(api::webhooks::WebhookOutbox* outbox, const session::StoredBatch& b) {
+    const std::string webhook = outbox != nullptr ? webhook_note(outbox->send_batch_event(b.id)) : "";
     std::fprintf(stderr, "hichat serve: batch %s %s: %lld of %lld lines answered, %lld failed%s\n", b.id.c_str(),
                  std::string(session::batch_status_name(b.status)).c_str(),
                  static_cast<long long>(b.num_requests_completed + b.num_requests_failed),
@@ -281,17 +283,11 @@ void on_batch_finished(api::webhooks::WebhookSender* webhooks, const session::St
 }
 
 // A background response ended (the session writer's thread, a preprocessing worker's, or at start for
-// those the last run left unfinished): one log line and, with webhooks on, OpenAI's event
+// those the last run left unfinished): one log line and, with webhooks on, its owed event
 // (response.completed, .incomplete, .failed or .cancelled) with data {"id": <response id>}.
-void on_background_response_finished(api::webhooks::WebhookSender* webhooks, const std::string& id,
+void on_background_response_finished(api::webhooks::WebhookOutbox* outbox, const std::string& id,
                                      std::string_view status) {
-    std::string webhook;
-    const std::string_view type = api::background_event_type(status);
-    if (webhooks != nullptr && !type.empty()) {
-        auto message_id = webhooks->enqueue(type, nlohmann::json{{"id", id}}.dump());
-        webhook = message_id.ok() ? "; webhook " + std::string(type) + " " + *message_id
-                                  : "; webhook not sent: " + message_id.status().message();
-    }
+    const std::string webhook = outbox != nullptr ? webhook_note(outbox->send_response_event(id)) : "";
     std::fprintf(stderr, "hichat serve: background response %s %s%s\n", id.c_str(), std::string(status).c_str(),
                  webhook.c_str());
 }
@@ -313,13 +309,15 @@ api::ServiceDeps service_deps(const ServeOptions& o, Frontend& f, LoadedModel& m
                         .folder = f.files ? &*f.files : nullptr,
                         .max_file_bytes = o.max_file_bytes,
                         .runner = {.max_lines_in_flight = o.batch_lines_in_flight,
-                                   .on_batch_finished = [webhooks = f.webhooks.get()](const session::StoredBatch& b) {
-                                       on_batch_finished(webhooks, b);
-                                   }}},
-            .on_background_response_finished = [webhooks = f.webhooks.get()](const std::string& id,
-                                                                              std::string_view status) {
-                on_background_response_finished(webhooks, id, status);
-            }};
+                                   .on_batch_finished = [outbox = f.outbox.get()](const session::StoredBatch& b) {
+                                       on_batch_finished(outbox, b);
+                                   },
+                                   .owe_webhooks = f.webhooks != nullptr}},
+            .on_background_response_finished = [outbox = f.outbox.get()](const std::string& id,
+                                                                          std::string_view status) {
+                on_background_response_finished(outbox, id, status);
+            },
+            .owe_webhooks = f.webhooks != nullptr};
 }
 
 void wire_engine_gauges(Frontend& f, engine::Engine& e, const api::PreprocessPool& pool) {
@@ -359,6 +357,7 @@ void stop_webhooks(const ServeOptions& o, Frontend& f) {
         std::fprintf(stderr, "hichat serve: %zu webhook deliveries pending in %s, resumed at the next start\n",
                      num_pending, o.webhooks.state_db_path.c_str());
     }
+    f.outbox.reset();
     f.webhooks.reset();
 }
 

@@ -1,5 +1,7 @@
 #include "api/background_responses.h"
 
+#include <chrono>
+
 #include <nlohmann/json.hpp>
 
 namespace hichat::api {
@@ -21,12 +23,23 @@ std::string_view background_event_type(std::string_view status) {
 
 BackgroundResponses::BackgroundResponses(session::SessionStore& store,
                                          std::function<void(engine::RequestId)> cancel_request,
-                                         BackgroundHook on_finished)
-    : store_(store), cancel_request_(std::move(cancel_request)), on_finished_(std::move(on_finished)) {}
+                                         BackgroundHook on_finished, bool owe_webhooks)
+    : store_(store), cancel_request_(std::move(cancel_request)), on_finished_(std::move(on_finished)),
+      owe_webhooks_(owe_webhooks) {}
 
-Status BackgroundResponses::write_locked(Run& run) {
+Status BackgroundResponses::write_locked(Run& run, const std::optional<session::OwedWebhook>& owed) {
     run.row.response_json = dump(response_json(run.state));
-    return store_.put_response(run.row);
+    return store_.put_response(run.row, owed);
+}
+
+std::optional<session::OwedWebhook> BackgroundResponses::owed_event(const std::string& id,
+                                                                     std::string_view status) const {
+    if (!owe_webhooks_ || background_event_type(status).empty()) return std::nullopt;
+    const int64_t now_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count();
+    return session::OwedWebhook{.object_id = id, .event_type = std::string(background_event_type(status)),
+                                .created_at_ms = now_ms};
 }
 
 void BackgroundResponses::end_locked(Runs::iterator it, std::string_view status) {
@@ -61,11 +74,11 @@ void BackgroundResponses::mark_started(const std::string& id) {
 }
 
 std::optional<ApiError> BackgroundResponses::finish(const std::string& id, std::string_view status,
-                                                    const std::function<std::optional<ApiError>()>& persist) {
+                                                    const PersistFinal& persist) {
     std::lock_guard lock(mu_);
     auto it = runs_.find(id);
     if (it == runs_.end()) return std::nullopt;
-    if (auto e = persist()) return e;
+    if (auto e = persist(owed_event(id, status))) return e;
     end_locked(it, status);
     return std::nullopt;
 }
@@ -78,7 +91,8 @@ void BackgroundResponses::fail(const std::string& id, const ApiError& e) {
     s.status = "failed";
     s.error_code = e.code.empty() ? "server_error" : e.code;
     s.error_message = e.message;
-    (void)write_locked(it->second);  // on failure it stays in progress in the store: failed at the next start
+    // On failure it stays in progress in the store: failed (and its event owed) at the next start.
+    (void)write_locked(it->second, owed_event(id, "failed"));
     end_locked(it, "failed");
 }
 
@@ -87,7 +101,7 @@ std::optional<std::string> BackgroundResponses::cancel(const std::string& id) {
     auto it = runs_.find(id);
     if (it == runs_.end()) return std::nullopt;
     it->second.state.status = "cancelled";
-    (void)write_locked(it->second);
+    (void)write_locked(it->second, owed_event(id, "cancelled"));
     std::string object = it->second.row.response_json;
     // An id the engine does not know yet (cancelled before its submit) is ignored there; the run is
     // ended here all the same, so whatever it still produces is never stored.
@@ -110,7 +124,7 @@ Result<int> BackgroundResponses::fail_unfinished() {
                       {"message", "the server stopped before this background response finished"}};
         const std::string id = row.id;
         row.response_json = dump(j);
-        HICHAT_RETURN_IF_ERROR(store_.put_response(std::move(row)));
+        HICHAT_RETURN_IF_ERROR(store_.put_response(std::move(row), owed_event(id, "failed")));
         ++num_failed;
         if (on_finished_) on_finished_(id, "failed");
     }

@@ -7,6 +7,8 @@
 // (cancel). Its stored status only moves forward, it ends once, and `on_finished` is called once per
 // ended response, after its final row is committed. A response that was queued or in progress when
 // the server was killed is marked failed at the next start (fail_unfinished), and reported the same way.
+// With `owe_webhooks` (webhooks configured), every final row is committed together with its event
+// (background_event_type) as owed, for the webhook outbox to hand over (api/webhooks/webhook_outbox.h).
 //
 // Ownership: owned by ResponsesService; the store and whatever the callbacks reach must outlive it.
 // Threads: every method from any thread except the engine thread (each may write the store). One
@@ -39,7 +41,11 @@ class BackgroundResponses {
 public:
     // `cancel_request` stops a request in the engine (Engine::cancel); `on_finished` may be empty.
     BackgroundResponses(session::SessionStore& store, std::function<void(engine::RequestId)> cancel_request,
-                        BackgroundHook on_finished);
+                        BackgroundHook on_finished, bool owe_webhooks = false);
+
+    // Writes a response's final row: with `owed` set, SessionStore::put_response must commit it with
+    // the row (in one transaction).
+    using PersistFinal = std::function<std::optional<ApiError>(const std::optional<session::OwedWebhook>& owed)>;
 
     // Stores `row` as `state` says (status "queued") and follows the response until it ends.
     // Errors: the store's (nothing is followed then).
@@ -52,8 +58,7 @@ public:
     // final row and the end is reported. Nothing is written when the response already ended
     // (cancelled): nullopt. An error from `persist` is returned and the response stays unended, for
     // fail() to end it.
-    std::optional<ApiError> finish(const std::string& id, std::string_view status,
-                                   const std::function<std::optional<ApiError>()>& persist);
+    std::optional<ApiError> finish(const std::string& id, std::string_view status, const PersistFinal& persist);
     // Stored as failed with `e`'s code and message, then reported; nothing once it ended.
     void fail(const std::string& id, const ApiError& e);
     // A response still queued or in progress here: stored as cancelled, its engine request cancelled,
@@ -74,12 +79,16 @@ private:
     };
     using Runs = std::map<std::string, Run>;
 
-    Status write_locked(Run& run);                                   // row with state's response object
+    // The row with state's response object (and, for a final state, `owed`).
+    Status write_locked(Run& run, const std::optional<session::OwedWebhook>& owed = std::nullopt);
+    // The event a final `status` owes; nullopt without webhooks.
+    std::optional<session::OwedWebhook> owed_event(const std::string& id, std::string_view status) const;
     void end_locked(Runs::iterator it, std::string_view status);     // erase, report
 
     session::SessionStore& store_;
     std::function<void(engine::RequestId)> cancel_request_;
     BackgroundHook on_finished_;
+    const bool owe_webhooks_;
     mutable std::mutex mu_;
     Runs runs_;  // guarded by mu_; the responses not yet ended, by id
 };

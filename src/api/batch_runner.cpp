@@ -36,6 +36,16 @@ std::string id_suffix(const std::string& batch_id) {
 
 }  // namespace
 
+std::string_view batch_event_type(BatchStatus status) {
+    switch (status) {
+        case BatchStatus::kCompleted: return "batch.completed";
+        case BatchStatus::kFailed: return "batch.failed";
+        case BatchStatus::kCancelled: return "batch.cancelled";
+        case BatchStatus::kExpired: return "batch.expired";
+        default: return "";
+    }
+}
+
 struct BatchRunner::Inbox {
     std::mutex mu;
     std::condition_variable wake;
@@ -325,7 +335,8 @@ void BatchRunner::finish_done_batches() {
     }
 }
 
-// Output and error files in input order from the recorded lines, then the final state (one transaction).
+// Output and error files in input order from the recorded lines, then the final state with its owed
+// webhook event (one transaction).
 bool BatchRunner::finish(ActiveBatch& a) {
     const std::string& id = a.stored.id;
     BatchStatus end = a.stored.status == BatchStatus::kCancelling ? BatchStatus::kCancelled : a.end_status;
@@ -346,6 +357,10 @@ bool BatchRunner::finish(ActiveBatch& a) {
     std::string output, errors;
     for (const session::BatchLineResult& r : *results) (r.ok ? output : errors) += r.result_json + "\n";
     session::BatchEnd e{.status = end, .errors_json = a.errors_json};
+    if (config_.owe_webhooks) {
+        e.webhook = session::OwedWebhook{.object_id = id, .event_type = std::string(batch_event_type(end)),
+                                         .created_at_ms = now() * 1000};
+    }
     auto add_file = [&](const std::string& file_id, const std::string& bytes, const char* suffix) {
         Status s = folder_.write(file_id, bytes);
         if (!s.ok()) return s;

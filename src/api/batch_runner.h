@@ -27,6 +27,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -51,7 +52,14 @@ struct BatchRunnerConfig {
     // The one hook for "a batch finished" (completed, failed, cancelled or expired): called on the
     // runner's thread once the final state is committed, with the batch as stored. May be empty.
     std::function<void(const session::StoredBatch& batch)> on_batch_finished;
+    // Webhooks on: the batch's event (batch_event_type) is committed as owed with its final state, for
+    // the webhook outbox to hand over (api/webhooks/webhook_outbox.h), also after a kill.
+    bool owe_webhooks = false;
 };
+
+// OpenAI's webhook event type of a batch's final state ("batch.completed", "batch.failed",
+// "batch.cancelled", "batch.expired"); "" for a state that is not final.
+std::string_view batch_event_type(session::BatchStatus status);
 
 class BatchRunner {
 public:

@@ -59,7 +59,8 @@ void OpenAiService::attach(ServiceDeps deps) {
             .served_model_name = config_.served_model_name, .model_fingerprint = deps_.model_fingerprint,
             .request_timeout_s = config_.request_timeout_s,
             .next_request_id = [this] { return engine::RequestId{next_id_.fetch_add(1)}; },
-            .on_background_finished = deps_.on_background_response_finished});
+            .on_background_finished = deps_.on_background_response_finished,
+            .owe_webhooks = deps_.owe_webhooks});
         conversations_ = std::make_unique<ConversationsService>(deps_.sessions);
         auto num_failed = responses_->fail_unfinished_background();
         if (!num_failed.ok()) {

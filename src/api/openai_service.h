@@ -59,6 +59,9 @@ struct ServiceDeps {
     // A background response ended (completed, incomplete, failed or cancelled; those a stopped server
     // left unfinished are failed in attach()). Any thread but the engine's; must not block. May be empty.
     BackgroundHook on_background_response_finished;
+    // Webhooks on: a background response's final row commits its event as owed, for the webhook
+    // outbox to hand over (batches: batches.runner.owe_webhooks).
+    bool owe_webhooks = false;
 };
 
 struct ServiceConfig {

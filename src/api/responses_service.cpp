@@ -67,7 +67,7 @@ struct ResponsesService::Turn {
 ResponsesService::ResponsesService(SessionDeps deps)
     : deps_(std::move(deps)),
       background_(*deps_.store, [engine = deps_.engine](engine::RequestId id) { engine->cancel(id); },
-                  deps_.on_background_finished) {}
+                  deps_.on_background_finished, deps_.owe_webhooks) {}
 
 std::optional<ApiError> ResponsesService::check_request(const ResponsesRequest& r) const {
     if (!r.model.empty() && r.model != deps_.served_model_name) {
@@ -241,7 +241,9 @@ void ResponsesService::submit_background(SessionJob& job, std::shared_ptr<Turn> 
         on_worker([background, id, e] { background->fail(id, e); });
     };
     PersistTurn persist = [this, turn](const ResponseState& s, const std::vector<int32_t>& out) {
-        return background_.finish(s.id, s.status, [&] { return this->persist(*turn, s, out); });
+        return background_.finish(s.id, s.status, [&](const std::optional<session::OwedWebhook>& owed) {
+            return this->persist(*turn, s, out, owed);
+        });
     };
     AccessRecord record{.ts = std::chrono::system_clock::now(), .request_id = id, .key_id = job.key,
                         .method = job.request.method, .path = job.request.target, .remote = "background"};
@@ -289,12 +291,15 @@ session::StoredResponse ResponsesService::stored_row(const Turn& turn, const Res
 
 // Engine thread, before the client sees the end: the response (store: true) and the conversation's new items.
 std::optional<ApiError> ResponsesService::persist(const Turn& turn, const ResponseState& state,
-                                                  const std::vector<int32_t>& output_ids) {
+                                                  const std::vector<int32_t>& output_ids,
+                                                  const std::optional<session::OwedWebhook>& owed) {
     if (!turn.request.conversation_id.empty()) {
         if (auto e = append_to_conversation(turn, state, output_ids)) return e;
     }
     if (!turn.request.store) return std::nullopt;
-    if (Status s = deps_.store->put_response(stored_row(turn, state, output_ids)); !s.ok()) return store_error(s.message());
+    if (Status s = deps_.store->put_response(stored_row(turn, state, output_ids), owed); !s.ok()) {
+        return store_error(s.message());
+    }
     return std::nullopt;
 }
 

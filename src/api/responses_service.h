@@ -41,6 +41,7 @@ struct SessionDeps {
     int request_timeout_s = 0;
     std::function<engine::RequestId()> next_request_id;
     BackgroundHook on_background_finished;    // a background response ended (any thread); may be empty
+    bool owe_webhooks = false;                // webhooks on: final rows commit their event as owed
 };
 
 class ResponsesService {
@@ -62,7 +63,9 @@ private:
     std::optional<ApiError> load_history(const SessionJob& job, const ResponsesRequest& r, Turn& turn);
     std::optional<ApiError> history_from_response(const SessionJob& job, const std::string& id, Turn& turn);
     std::optional<ApiError> history_from_conversation(const SessionJob& job, const std::string& id, Turn& turn);
-    std::optional<ApiError> persist(const Turn& turn, const ResponseState& state, const std::vector<int32_t>& output_ids);
+    // `owed`: a background response's webhook event, committed with its final row.
+    std::optional<ApiError> persist(const Turn& turn, const ResponseState& state, const std::vector<int32_t>& output_ids,
+                                    const std::optional<session::OwedWebhook>& owed = std::nullopt);
     std::optional<ApiError> append_to_conversation(const Turn& turn, const ResponseState& state,
                                                    const std::vector<int32_t>& output_ids);
     ResponseState new_state(const Turn& turn) const;

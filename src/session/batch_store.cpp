@@ -7,6 +7,8 @@
 namespace hichat::session {
 namespace {
 
+constexpr const char* kOutboxTable = "batch_webhook_outbox";  // owed_webhook.h; since version 2
+
 constexpr const char* kCreateSchema = R"sql(
 CREATE TABLE batch_schema_version(version INTEGER NOT NULL);
 CREATE TABLE files(
@@ -22,7 +24,7 @@ CREATE TABLE batches(
 CREATE TABLE batch_results(
   batch_id TEXT NOT NULL, line INTEGER NOT NULL, ok INTEGER NOT NULL, result_json TEXT NOT NULL,
   PRIMARY KEY(batch_id, line)) WITHOUT ROWID;
-)sql";
+)sql";  // and the outbox table (owed_webhook_table_sql)
 
 constexpr const char* kFileColumns = "id, owner, created_at, num_bytes, filename, purpose";
 
@@ -183,8 +185,8 @@ Status BatchStore::check_and_migrate() {
         db_->single_text("SELECT name FROM sqlite_master WHERE type='table' AND name='batch_schema_version'");
     HICHAT_RETURN_IF_ERROR(has_version.status());
     if (has_version->empty()) {
-        Status s = db_->exec(std::string("BEGIN IMMEDIATE;") + kCreateSchema + "INSERT INTO batch_schema_version VALUES(" +
-                             std::to_string(kSchemaVersion) + ");COMMIT;");
+        Status s = db_->exec(std::string("BEGIN IMMEDIATE;") + kCreateSchema + owed_webhook_table_sql(kOutboxTable) +
+                             "INSERT INTO batch_schema_version VALUES(" + std::to_string(kSchemaVersion) + ");COMMIT;");
         if (!s.ok()) {
             (void)db_->exec("ROLLBACK");
             return invalid_argument("batch database " + path + ": cannot create the tables: " + s.message());
@@ -193,10 +195,26 @@ Status BatchStore::check_and_migrate() {
     }
     auto version = db_->single_text("SELECT version FROM batch_schema_version");
     HICHAT_RETURN_IF_ERROR(version.status());
+    if (*version == "1") return migrate_from(1);
     if (*version != std::to_string(kSchemaVersion)) {
         return invalid_argument("batch database " + path + ": batch schema version " +
                                 (version->empty() ? std::string("missing") : *version) + ", this HiChat reads version " +
                                 std::to_string(kSchemaVersion));
+    }
+    return ok_status();
+}
+
+// Version 1 -> 2: the webhook outbox table. Another server migrating the same file at once is not an
+// error: the table is created if missing and the version moved only from 1.
+Status BatchStore::migrate_from(int version) {
+    if (version != 1) return invalid_argument("batch database " + config_.path + ": no migration from version " +
+                                              std::to_string(version));
+    Status s = db_->exec("BEGIN IMMEDIATE;" + owed_webhook_table_sql(kOutboxTable) + "UPDATE batch_schema_version SET version=" +
+                         std::to_string(kSchemaVersion) + " WHERE version=1;COMMIT;");
+    if (!s.ok()) {
+        (void)db_->exec("ROLLBACK");
+        return invalid_argument("batch database " + config_.path + ": cannot migrate it from batch schema version 1 to " +
+                                std::to_string(kSchemaVersion) + ": " + s.message());
     }
     return ok_status();
 }
@@ -362,8 +380,20 @@ Status BatchStore::finish_batch(const std::string& id, const BatchEnd& end) {
         HICHAT_RETURN_IF_ERROR(st.status());
         st->bind(1, batch_status_name(end.status)).bind(2, now()).bind(3, end.output_file_id);
         st->bind(4, end.error_file_id).bind(5, end.errors_json).bind(6, id);
-        return st->run();
+        HICHAT_RETURN_IF_ERROR(st->run());
+        if (!end.webhook) return ok_status();
+        return insert_owed_webhook(*db_, kOutboxTable, *end.webhook);
     });
+}
+
+Result<std::vector<OwedWebhook>> BatchStore::owed_webhooks(const std::string& batch_id) {
+    std::lock_guard lock(mu_);
+    return select_owed_webhooks(*db_, kOutboxTable, batch_id);
+}
+
+Status BatchStore::clear_owed_webhook(const OwedWebhook& owed) {
+    std::lock_guard lock(mu_);
+    return delete_owed_webhook(*db_, kOutboxTable, owed);
 }
 
 Result<bool> BatchStore::record_result(const std::string& batch_id, const BatchLineResult& r) {

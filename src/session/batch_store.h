@@ -6,6 +6,10 @@
 // A batch line counts as finished once its row is committed (record_result); a line is recorded at most
 // once (the first record stays), so after a restart the runner runs only the lines without a row.
 //
+// Webhooks (issue 22): with webhooks on, finish_batch commits the batch's event as owed together with
+// its final state (table batch_webhook_outbox, see owed_webhook.h); the webhook outbox clears it once
+// the event is queued for delivery, and enqueues what is still owed at the next start.
+//
 // Every read of the API is scoped to an owner (the API key's id; "" without keys): another owner's row
 // is absent, as a missing one. The runner's calls (unfinished_batches, start_batch, ...) take ids only.
 //
@@ -23,6 +27,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "session/owed_webhook.h"
 
 namespace hichat::session {
 
@@ -83,6 +88,7 @@ struct BatchEnd {
     std::string output_file_id;           // "": none
     std::string error_file_id;            // "": none
     std::string errors_json;              // "": keep the batch's
+    std::optional<OwedWebhook> webhook;   // with webhooks on: the event owed, committed with the state
 };
 
 struct ListPage {
@@ -99,13 +105,15 @@ struct ListOf {
 class BatchStore {
 public:
     // Opens or creates the tables. A file that is not a SQLite database or holds a newer batch schema
-    // is refused with a Status naming the path; never an empty store in its place.
+    // is refused with a Status naming the path; never an empty store in its place. A version 1 file
+    // (before the webhook outbox) is migrated to version 2 in one transaction; HiChat builds that read
+    // only version 1 refuse it afterwards.
     static Result<std::unique_ptr<BatchStore>> open(BatchStoreConfig config);
     ~BatchStore();
     BatchStore(const BatchStore&) = delete;
     BatchStore& operator=(const BatchStore&) = delete;
 
-    static constexpr int kSchemaVersion = 1;
+    static constexpr int kSchemaVersion = 2;
 
     Status put_file(StoredFile f);
     Result<std::optional<StoredFile>> get_file(const std::string& owner, const std::string& id);
@@ -130,16 +138,22 @@ public:
                              const std::vector<BatchLineResult>& refused);
     // in_progress -> finalizing or cancelling; false: the batch was in another state.
     Result<bool> advance(const std::string& id, BatchStatus from, BatchStatus to);
-    // The final state with its files and errors, in one transaction.
+    // The final state with its files, errors and owed webhook event, in one transaction.
     Status finish_batch(const std::string& id, const BatchEnd& end);
     // Records one finished line; false: it was recorded before (the first record stays).
     Result<bool> record_result(const std::string& batch_id, const BatchLineResult& r);
     Result<std::vector<int64_t>> finished_lines(const std::string& batch_id);  // ascending
     Result<std::vector<BatchLineResult>> results(const std::string& batch_id);  // in line order
 
+    // The webhook outbox's calls: the events owed for `batch_id` ("": for every batch), oldest first;
+    // and the clearing of one once it is queued for delivery (an absent one is no error).
+    Result<std::vector<OwedWebhook>> owed_webhooks(const std::string& batch_id = "");
+    Status clear_owed_webhook(const OwedWebhook& owed);
+
 private:
     BatchStore(BatchStoreConfig config, std::unique_ptr<SqliteDb> db);
     Status check_and_migrate();
+    Status migrate_from(int version);
     int64_t now() const;
     Result<std::optional<StoredBatch>> batch_locked(const std::string& id, const std::string* owner);
     Result<bool> set_status_locked(const std::string& id, BatchStatus from, BatchStatus to);

@@ -8,6 +8,8 @@
 namespace hichat::session {
 namespace {
 
+constexpr const char* kOutboxTable = "response_webhook_outbox";  // owed_webhook.h; since version 2
+
 constexpr const char* kCreateSchema = R"sql(
 CREATE TABLE schema_version(version INTEGER NOT NULL);
 CREATE TABLE responses(
@@ -24,7 +26,7 @@ CREATE TABLE conversation_items(
   conversation_id TEXT NOT NULL, seq INTEGER NOT NULL, item_id TEXT NOT NULL, item_json TEXT NOT NULL,
   token_ids BLOB, PRIMARY KEY(conversation_id, seq));
 CREATE UNIQUE INDEX items_by_id ON conversation_items(conversation_id, item_id);
-)sql";
+)sql";  // and the outbox table (owed_webhook_table_sql)
 
 constexpr const char* kResponseColumns =
     "id, owner, created_at, model, response_json, input_items_json, context_json, prompt_ids, output_ids, "
@@ -98,8 +100,8 @@ Status SessionStore::check_and_migrate() {
                                 *any_table + "', no schema_version table); give --session-db another file");
     }
     if (has_version->empty()) {
-        Status s = db_->exec(std::string("BEGIN IMMEDIATE;") + kCreateSchema + "INSERT INTO schema_version VALUES(" +
-                             std::to_string(kSchemaVersion) + ");COMMIT;");
+        Status s = db_->exec(std::string("BEGIN IMMEDIATE;") + kCreateSchema + owed_webhook_table_sql(kOutboxTable) +
+                             "INSERT INTO schema_version VALUES(" + std::to_string(kSchemaVersion) + ");COMMIT;");
         if (!s.ok()) {
             (void)db_->exec("ROLLBACK");
             return invalid_argument(with_path(path, s, "cannot create the tables").message());
@@ -108,10 +110,26 @@ Status SessionStore::check_and_migrate() {
     }
     auto version = db_->single_text("SELECT version FROM schema_version");
     HICHAT_RETURN_IF_ERROR(version.status());
+    if (*version == "1") return migrate_from(1);
     if (*version != std::to_string(kSchemaVersion)) {
         return invalid_argument("session database " + path + ": schema version " +
                                 (version->empty() ? std::string("missing") : *version) + ", this HiChat reads version " +
                                 std::to_string(kSchemaVersion));
+    }
+    return ok_status();
+}
+
+// Version 1 -> 2: the webhook outbox table. Another server migrating the same file at once is not an
+// error: the table is created if missing and the version moved only from 1.
+Status SessionStore::migrate_from(int version) {
+    if (version != 1) return invalid_argument("session database " + config_.path + ": no migration from version " +
+                                              std::to_string(version));
+    Status s = db_->exec("BEGIN IMMEDIATE;" + owed_webhook_table_sql(kOutboxTable) +
+                         "UPDATE schema_version SET version=" + std::to_string(kSchemaVersion) + " WHERE version=1;COMMIT;");
+    if (!s.ok()) {
+        (void)db_->exec("ROLLBACK");
+        return invalid_argument(with_path(config_.path, s, "cannot migrate it from schema version 1 to " +
+                                                               std::to_string(kSchemaVersion)).message());
     }
     return ok_status();
 }
@@ -123,19 +141,37 @@ int64_t SessionStore::now() const {
 
 int64_t SessionStore::expiry_cutoff() const { return config_.ttl_s == 0 ? INT64_MIN : now() - config_.ttl_s; }
 
-Status SessionStore::put_response(StoredResponse r) {
+Status SessionStore::put_response(StoredResponse r, const std::optional<OwedWebhook>& owed) {
     std::lock_guard lock(mu_);
     HICHAT_RETURN_IF_ERROR(sweep_if_due_locked());
     if (r.created_at == 0) r.created_at = now();
-    auto st = db_->prepare(std::string("INSERT OR REPLACE INTO responses(") + kResponseColumns +
-                           ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)");
-    HICHAT_RETURN_IF_ERROR(st.status());
-    st->bind(1, r.id).bind(2, r.owner).bind(3, r.created_at).bind(4, r.model).bind(5, r.response_json);
-    st->bind(6, r.input_items_json).bind(7, r.context_json).bind_blob(8, token_blob(r.prompt_ids));
-    st->bind_blob(9, token_blob(r.output_ids)).bind(10, r.previous_response_id).bind(11, r.conversation_id);
-    st->bind(12, r.model_fingerprint);
-    HICHAT_RETURN_IF_ERROR(st->run());
+    auto write = [&]() -> Status {
+        auto st = db_->prepare(std::string("INSERT OR REPLACE INTO responses(") + kResponseColumns +
+                               ") VALUES(?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12)");
+        HICHAT_RETURN_IF_ERROR(st.status());
+        st->bind(1, r.id).bind(2, r.owner).bind(3, r.created_at).bind(4, r.model).bind(5, r.response_json);
+        st->bind(6, r.input_items_json).bind(7, r.context_json).bind_blob(8, token_blob(r.prompt_ids));
+        st->bind_blob(9, token_blob(r.output_ids)).bind(10, r.previous_response_id).bind(11, r.conversation_id);
+        st->bind(12, r.model_fingerprint);
+        HICHAT_RETURN_IF_ERROR(st->run());
+        return owed ? insert_owed_webhook(*db_, kOutboxTable, *owed) : ok_status();
+    };
+    HICHAT_RETURN_IF_ERROR(db_->exec("BEGIN IMMEDIATE"));
+    Status s = write();
+    if (s.ok()) s = db_->exec("COMMIT");
+    if (!s.ok()) (void)db_->exec("ROLLBACK");
+    HICHAT_RETURN_IF_ERROR(s);
     return enforce_cap_locked("responses");
+}
+
+Result<std::vector<OwedWebhook>> SessionStore::owed_webhooks(const std::string& response_id) {
+    std::lock_guard lock(mu_);
+    return select_owed_webhooks(*db_, kOutboxTable, response_id);
+}
+
+Status SessionStore::clear_owed_webhook(const OwedWebhook& owed) {
+    std::lock_guard lock(mu_);
+    return delete_owed_webhook(*db_, kOutboxTable, owed);
 }
 
 Result<std::optional<StoredResponse>> SessionStore::get_response(const std::string& owner, const std::string& id) {

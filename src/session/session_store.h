@@ -8,6 +8,10 @@
 // At most `max_rows` responses and `max_rows` conversations are kept: a write beyond that deletes
 // the oldest first (a conversation goes with its items).
 //
+// Webhooks (issue 22): a background response's final row may be written together with its event as
+// owed (put_response's `owed`, table response_webhook_outbox, see owed_webhook.h); the webhook outbox
+// clears it once the event is queued for delivery. Owed rows are neither swept nor capped.
+//
 // Ownership: `hichat serve` owns it; the API keeps a pointer. Threads: every method from any thread
 // (one connection behind a mutex). Callers are the preprocessing workers and the engine thread's
 // sinks, never an HTTP I/O thread: a call may wait for the disk.
@@ -22,6 +26,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "session/owed_webhook.h"
 
 namespace hichat::session {
 
@@ -84,16 +89,18 @@ class SessionStore {
 public:
     // Opens or creates the database and checks it: a file that is not a SQLite database, fails
     // SQLite's quick_check, holds another schema or a newer schema version, or cannot be written is
-    // refused with a Status naming the path and the problem; never an empty store in its place.
+    // refused with a Status naming the path and the problem; never an empty store in its place. A
+    // version 1 file (before the webhook outbox) is migrated to version 2 in one transaction.
     static Result<std::unique_ptr<SessionStore>> open(SessionStoreConfig config);
     ~SessionStore();
     SessionStore(const SessionStore&) = delete;
     SessionStore& operator=(const SessionStore&) = delete;
 
-    static constexpr int kSchemaVersion = 1;
+    static constexpr int kSchemaVersion = 2;
 
-    // Inserts (or replaces, same id) one response.
-    Status put_response(StoredResponse r);
+    // Inserts (or replaces, same id) one response; with `owed`, records that webhook event as owed in
+    // the same transaction (a background response's final row, with webhooks on).
+    Status put_response(StoredResponse r, const std::optional<OwedWebhook>& owed = std::nullopt);
     // nullopt: absent (missing, expired or another owner's).
     Result<std::optional<StoredResponse>> get_response(const std::string& owner, const std::string& id);
     // false: absent.
@@ -123,6 +130,11 @@ public:
                                                      const std::string& item_id);
     Result<bool> delete_item(const std::string& owner, const std::string& conversation_id, const std::string& item_id);
 
+    // The webhook outbox's calls: the events owed for `response_id` ("": for every response), oldest
+    // first; and the clearing of one once it is queued for delivery (an absent one is no error).
+    Result<std::vector<OwedWebhook>> owed_webhooks(const std::string& response_id = "");
+    Status clear_owed_webhook(const OwedWebhook& owed);
+
     // Deletes the expired rows now; returns how many responses and conversations went.
     Result<int64_t> sweep();
 
@@ -132,6 +144,7 @@ public:
 private:
     SessionStore(SessionStoreConfig config, std::unique_ptr<SqliteDb> db);
     Status check_and_migrate();
+    Status migrate_from(int version);
     int64_t now() const;
     int64_t expiry_cutoff() const;  // rows created before this are expired
     Status sweep_if_due_locked();

@@ -31,10 +31,22 @@ protected:
         background_ = make(*store_);
     }
 
-    std::unique_ptr<BackgroundResponses> make(session::SessionStore& store) {
+    std::unique_ptr<BackgroundResponses> make(session::SessionStore& store, bool owe_webhooks = false) {
         return std::make_unique<BackgroundResponses>(
             store, [this](engine::RequestId id) { rec_.cancelled.push_back(id.value); },
-            [this](const std::string& id, std::string_view status) { rec_.ended.emplace_back(id, std::string(status)); });
+            [this](const std::string& id, std::string_view status) { rec_.ended.emplace_back(id, std::string(status)); },
+            owe_webhooks);
+    }
+
+    // The events owed, as "id:type".
+    std::vector<std::string> owed() {
+        std::vector<std::string> out;
+        auto all = store_->owed_webhooks();
+        EXPECT_TRUE(all.ok());
+        if (all.ok()) {
+            for (const auto& o : *all) out.push_back(o.object_id + ":" + o.event_type);
+        }
+        return out;
     }
 
     // A queued background response as ResponsesService stores it.
@@ -59,14 +71,14 @@ protected:
     }
 
     // What ResponsesService's persist does for a finished turn: the final row.
-    std::function<std::optional<ApiError>()> persist_as(const std::string& id, const std::string& status) {
-        return [this, id, status]() -> std::optional<ApiError> {
+    BackgroundResponses::PersistFinal persist_as(const std::string& id, const std::string& status) {
+        return [this, id, status](const std::optional<session::OwedWebhook>& owed) -> std::optional<ApiError> {
             auto [row, s] = queued(id);
             s.status = status;
             s.text = "done";
             s.output_done = true;
             row.response_json = response_json(s).dump();
-            EXPECT_TRUE(store_->put_response(row).ok());
+            EXPECT_TRUE(store_->put_response(row, owed).ok());
             return std::nullopt;
         };
     }
@@ -124,10 +136,11 @@ TEST_F(BackgroundResponsesTest, CancelStoresCancelledCancelsTheEngineAndAFinishA
     EXPECT_EQ(rec_.cancelled, std::vector<uint64_t>{11});
 
     bool persisted = false;
-    EXPECT_FALSE(background_->finish("resp_c", "completed", [&]() -> std::optional<ApiError> {
-        persisted = true;
-        return std::nullopt;
-    }));
+    EXPECT_FALSE(background_->finish("resp_c", "completed",
+                                     [&](const std::optional<session::OwedWebhook>&) -> std::optional<ApiError> {
+                                         persisted = true;
+                                         return std::nullopt;
+                                     }));
     EXPECT_FALSE(persisted) << "a cancelled response's turn is not stored";
     background_->fail("resp_c", {.message = "cancelled in the engine", .code = "server_shutting_down"});
     EXPECT_EQ(stored("resp_c")["status"], "cancelled");
@@ -139,7 +152,7 @@ TEST_F(BackgroundResponsesTest, CancelStoresCancelledCancelsTheEngineAndAFinishA
 TEST_F(BackgroundResponsesTest, FailStoresTheErrorAndAPersistErrorLeavesItForFail) {
     add("resp_f", 3);
     // The store failed while persisting: returned to the sink, nothing reported yet.
-    auto e = background_->finish("resp_f", "completed", []() -> std::optional<ApiError> {
+    auto e = background_->finish("resp_f", "completed", [](const std::optional<session::OwedWebhook>&) -> std::optional<ApiError> {
         return ApiError{.http_status = 500, .message = "session store: disk full", .type = "server_error"};
     });
     ASSERT_TRUE(e);
@@ -208,6 +221,36 @@ TEST_F(BackgroundResponsesTest, FailUnfinishedFailsWhatAStoppedServerLeftAndNoth
     ASSERT_TRUE(n.ok());
     EXPECT_EQ(*n, 0);
     EXPECT_TRUE(rec_.ended.empty());
+    EXPECT_TRUE(owed().empty());  // webhooks off: no event is ever owed
+}
+
+// Webhooks on: each final row is committed with its event owed, whichever way the response ended;
+// the rows before it owe nothing.
+TEST_F(BackgroundResponsesTest, WithWebhooksEveryFinalRowOwesItsEvent) {
+    background_ = make(*store_, /*owe_webhooks=*/true);
+    add("resp_done", 1);
+    add("resp_failed", 2);
+    add("resp_cancelled", 3);
+    add("resp_left", 4);
+    background_->mark_started("resp_done");
+    background_->mark_started("resp_left");
+    EXPECT_TRUE(owed().empty());  // queued and in progress owe nothing
+
+    ASSERT_FALSE(background_->finish("resp_done", "incomplete", persist_as("resp_done", "incomplete")));
+    background_->fail("resp_failed", {.message = "timeout", .code = "timeout"});
+    ASSERT_TRUE(background_->cancel("resp_cancelled"));
+    EXPECT_EQ(owed(), (std::vector<std::string>{"resp_done:response.incomplete", "resp_failed:response.failed",
+                                                "resp_cancelled:response.cancelled"}));
+    auto one = store_->owed_webhooks("resp_failed");
+    ASSERT_TRUE(one.ok());
+    ASSERT_EQ(one->size(), 1u);
+    EXPECT_GT((*one)[0].created_at_ms, int64_t{1'600'000'000'000});  // the time it ended, in ms
+
+    // The server is killed with resp_left in progress: the next one fails it, owing response.failed.
+    auto restarted = make(*store_, /*owe_webhooks=*/true);
+    ASSERT_EQ(*restarted->fail_unfinished(), 1);
+    EXPECT_EQ(store_->owed_webhooks("resp_left")->size(), 1u);
+    EXPECT_EQ((*store_->owed_webhooks("resp_left"))[0].event_type, "response.failed");
 }
 
 }  // namespace

@@ -90,14 +90,18 @@ protected:
         return id;
     }
 
-    void start(FakeEngine& engine, int max_in_flight = 2) {
+    void start(FakeEngine& engine, int max_in_flight = 2, bool owe_webhooks = false) {
         runner_ = std::make_unique<BatchRunner>(
             BatchRunnerConfig{.max_lines_in_flight = max_in_flight, .retry_delay_ms = 10,
                               .now_s = [this] { return now_s_.load(); },
                               .on_batch_finished = [this](const session::StoredBatch& b) {
                                   std::lock_guard lock(mu_);
                                   finished_.push_back(b.id + ":" + std::string(session::batch_status_name(b.status)));
-                              }},
+                                  // The event is owed before the hook hears of the batch.
+                                  auto owed = store_->owed_webhooks(b.id);
+                                  owed_at_hook_ += owed.ok() ? static_cast<int>(owed->size()) : -100;
+                              },
+                              .owe_webhooks = owe_webhooks},
             *store_, *folder_, engine.submitter());
         runner_->start();
     }
@@ -140,6 +144,7 @@ protected:
     int num_batches_ = 0;
     std::mutex mu_;
     std::vector<std::string> finished_;
+    int owed_at_hook_ = 0;  // guarded by mu_
 };
 
 TEST_F(BatchRunnerTest, ResumeRunsOnlyTheLinesNotRecordedAndOutputIsInInputOrder) {
@@ -166,6 +171,36 @@ TEST_F(BatchRunnerTest, ResumeRunsOnlyTheLinesNotRecordedAndOutputIsInInputOrder
     ASSERT_TRUE(output.ok() && output->has_value());
     EXPECT_EQ((*output)->purpose, "batch_output");
     EXPECT_EQ(finished(), (std::vector<std::string>{id + ":completed"}));
+    EXPECT_TRUE(store_->owed_webhooks()->empty());  // webhooks off: nothing owed
+}
+
+TEST(BatchEventType, FinalStatesOnly) {
+    EXPECT_EQ(batch_event_type(BatchStatus::kCompleted), "batch.completed");
+    EXPECT_EQ(batch_event_type(BatchStatus::kFailed), "batch.failed");
+    EXPECT_EQ(batch_event_type(BatchStatus::kCancelled), "batch.cancelled");
+    EXPECT_EQ(batch_event_type(BatchStatus::kExpired), "batch.expired");
+    EXPECT_EQ(batch_event_type(BatchStatus::kInProgress), "");
+    EXPECT_EQ(batch_event_type(BatchStatus::kCancelling), "");
+}
+
+// Webhooks on: the final state is committed with its event owed, already there when the hook runs.
+TEST_F(BatchRunnerTest, WithWebhooksTheFinalStateOwesItsEvent) {
+    const std::string done = add_batch(line("a") + "\n");
+    const std::string failed = add_batch("\n");  // no lines: failed
+    FakeEngine engine;
+    start(engine, 2, /*owe_webhooks=*/true);
+    EXPECT_EQ(wait_final(done).status, BatchStatus::kCompleted);
+    EXPECT_EQ(wait_final(failed).status, BatchStatus::kFailed);
+    runner_->stop();
+    auto owed = store_->owed_webhooks(done);
+    ASSERT_TRUE(owed.ok());
+    ASSERT_EQ(owed->size(), 1u);
+    EXPECT_EQ((*owed)[0].event_type, "batch.completed");
+    EXPECT_EQ((*owed)[0].created_at_ms, 1'000'000'000);  // the runner's clock, in ms
+    ASSERT_EQ(store_->owed_webhooks(failed)->size(), 1u);
+    EXPECT_EQ((*store_->owed_webhooks(failed))[0].event_type, "batch.failed");
+    std::lock_guard lock(mu_);
+    EXPECT_EQ(owed_at_hook_, 2);
 }
 
 TEST_F(BatchRunnerTest, RefusedLinesAndErrorAnswersGoToTheErrorFileAFullQueueIsRetried) {

@@ -218,6 +218,97 @@ TEST(BatchStore, NewerSchemaAndTextFilesAreRefusedNamingThePath) {
     EXPECT_NE(newer.status().message().find("batch schema version 7"), std::string::npos) << newer.status().message();
 }
 
+// Webhooks on: the final state and its owed event commit together, or neither does.
+TEST(BatchStore, TheOwedWebhookCommitsWithTheFinalStateOrNotAtAll) {
+    TempDir dir;
+    const std::string path = dir.path() + "/b.db";
+    auto store = open_or_die({.path = path});
+    const OwedWebhook owed{.object_id = "batch_1", .event_type = "batch.completed", .created_at_ms = 1234};
+    ASSERT_TRUE(store->create_batch(batch("batch_1", "")).ok());
+    ASSERT_TRUE(store->finish_batch("batch_1", {.status = BatchStatus::kCompleted, .webhook = owed}).ok());
+    auto all = store->owed_webhooks();
+    ASSERT_TRUE(all.ok());
+    ASSERT_EQ(all->size(), 1u);
+    EXPECT_EQ((*all)[0].object_id, "batch_1");
+    EXPECT_EQ((*all)[0].event_type, "batch.completed");
+    EXPECT_EQ((*all)[0].created_at_ms, 1234);
+    EXPECT_EQ(store->owed_webhooks("batch_1")->size(), 1u);
+    EXPECT_TRUE(store->owed_webhooks("batch_2")->empty());
+
+    ASSERT_TRUE(store->create_batch(batch("batch_2", "")).ok());  // without webhooks: nothing owed
+    ASSERT_TRUE(store->finish_batch("batch_2", {.status = BatchStatus::kFailed}).ok());
+    EXPECT_EQ(store->owed_webhooks()->size(), 1u);
+
+    ASSERT_TRUE(store->clear_owed_webhook(owed).ok());
+    EXPECT_TRUE(store->owed_webhooks()->empty());
+    EXPECT_TRUE(store->clear_owed_webhook(owed).ok());  // cleared twice: no error
+
+    // The outbox insert fails (its table is gone): the final state is rolled back with it.
+    ASSERT_TRUE(store->create_batch(batch("batch_3", "")).ok());
+    {
+        auto db = SqliteDb::open(path);
+        ASSERT_TRUE(db.ok());
+        ASSERT_TRUE((*db)->exec("DROP TABLE batch_webhook_outbox").ok());
+    }
+    EXPECT_FALSE(store->finish_batch("batch_3", {.status = BatchStatus::kCompleted,
+                                                 .webhook = OwedWebhook{.object_id = "batch_3",
+                                                                        .event_type = "batch.completed"}}).ok());
+    EXPECT_EQ((*store->batch("batch_3"))->status, BatchStatus::kValidating);
+}
+
+// A file of the first batch schema (no outbox table) is migrated in place, its batches kept.
+TEST(BatchStore, AVersion1FileIsMigratedToVersion2) {
+    TempDir dir;
+    const std::string path = dir.path() + "/b.db";
+    {
+        auto store = open_or_die({.path = path});
+        ASSERT_TRUE(store->create_batch(batch("batch_old", "key-a")).ok());
+    }
+    {
+        auto db = SqliteDb::open(path);
+        ASSERT_TRUE(db.ok());
+        ASSERT_TRUE((*db)->exec("DROP TABLE batch_webhook_outbox; UPDATE batch_schema_version SET version=1").ok());
+    }
+    auto store = open_or_die({.path = path});
+    ASSERT_NE(store, nullptr);
+    EXPECT_TRUE(store->get_batch("key-a", "batch_old")->has_value());
+    ASSERT_TRUE(store->finish_batch("batch_old", {.status = BatchStatus::kCancelled,
+                                                  .webhook = OwedWebhook{.object_id = "batch_old",
+                                                                         .event_type = "batch.cancelled"}}).ok());
+    EXPECT_EQ(store->owed_webhooks()->size(), 1u);
+    auto db = SqliteDb::open(path);
+    ASSERT_TRUE(db.ok());
+    EXPECT_EQ(*(*db)->single_text("SELECT version FROM batch_schema_version"), std::to_string(BatchStore::kSchemaVersion));
+    EXPECT_EQ(BatchStore::kSchemaVersion, 2);
+}
+
+// Killed right after the final state was committed: its event is still owed at the next start.
+TEST(BatchStore, TheOwedWebhookSurvivesAKilledProcess) {
+    TempDir dir;
+    const std::string path = dir.path() + "/sessions.db";
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        auto store = BatchStore::open({.path = path});
+        if (!store.ok()) _exit(3);
+        if (!(*store)->create_batch(batch("batch_k", "")).ok()) _exit(4);
+        const OwedWebhook owed{.object_id = "batch_k", .event_type = "batch.expired", .created_at_ms = 77};
+        if (!(*store)->finish_batch("batch_k", {.status = BatchStatus::kExpired, .webhook = owed}).ok()) _exit(5);
+        _exit(0);  // as after SIGKILL
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status));
+    ASSERT_EQ(WEXITSTATUS(status), 0);
+    auto store = open_or_die({.path = path});
+    EXPECT_EQ((*store->batch("batch_k"))->status, BatchStatus::kExpired);
+    auto owed = store->owed_webhooks();
+    ASSERT_TRUE(owed.ok());
+    ASSERT_EQ(owed->size(), 1u);
+    EXPECT_EQ((*owed)[0].event_type, "batch.expired");
+    EXPECT_EQ((*owed)[0].created_at_ms, 77);
+}
+
 TEST(FileFolder, WritesReadsAndRemovesByIdOnly) {
     TempDir dir;
     auto folder = FileFolder::open(dir.path() + "/files/nested");

@@ -296,6 +296,62 @@ TEST(SessionStore, ForeignDatabaseAndNewerSchemaAreRefused) {
     EXPECT_NE(other.status().message().find("another program"), std::string::npos) << other.status().message();
 }
 
+// A background response's final row and its owed webhook event commit together, or neither does;
+// owed events outlive their response's row.
+TEST(SessionStore, TheOwedWebhookCommitsWithTheRowOrNotAtAll) {
+    TempDir dir;
+    const std::string path = dir.path() + "/s.db";
+    auto store = open_or_die({.path = path});
+    const OwedWebhook owed{.object_id = "resp_1", .event_type = "response.completed", .created_at_ms = 99};
+    ASSERT_TRUE(store->put_response(response("resp_1", ""), owed).ok());
+    ASSERT_TRUE(store->put_response(response("resp_2", "")).ok());  // no webhook owed
+    auto all = store->owed_webhooks();
+    ASSERT_TRUE(all.ok());
+    ASSERT_EQ(all->size(), 1u);
+    EXPECT_EQ((*all)[0].object_id, "resp_1");
+    EXPECT_EQ((*all)[0].event_type, "response.completed");
+    EXPECT_EQ((*all)[0].created_at_ms, 99);
+    EXPECT_TRUE(store->owed_webhooks("resp_2")->empty());
+    EXPECT_TRUE(*store->delete_response("", "resp_1"));
+    EXPECT_EQ(store->owed_webhooks("resp_1")->size(), 1u);  // the event is still owed
+    ASSERT_TRUE(store->clear_owed_webhook(owed).ok());
+    EXPECT_TRUE(store->owed_webhooks()->empty());
+
+    {
+        auto db = SqliteDb::open(path);
+        ASSERT_TRUE(db.ok());
+        ASSERT_TRUE((*db)->exec("DROP TABLE response_webhook_outbox").ok());
+    }
+    EXPECT_FALSE(store->put_response(response("resp_3", ""), OwedWebhook{.object_id = "resp_3",
+                                                                         .event_type = "response.failed"}).ok());
+    EXPECT_FALSE(store->get_response("", "resp_3")->has_value());  // rolled back with it
+    EXPECT_TRUE(store->put_response(response("resp_4", "")).ok());  // a row alone still goes in
+}
+
+// A file of the first schema (no outbox table) is migrated in place, its rows kept.
+TEST(SessionStore, AVersion1FileIsMigratedToVersion2) {
+    TempDir dir;
+    const std::string path = dir.path() + "/s.db";
+    {
+        auto store = open_or_die({.path = path});
+        ASSERT_TRUE(store->put_response(response("resp_old", "key-a")).ok());
+    }
+    {
+        auto db = SqliteDb::open(path);
+        ASSERT_TRUE(db.ok());
+        ASSERT_TRUE((*db)->exec("DROP TABLE response_webhook_outbox; UPDATE schema_version SET version=1").ok());
+    }
+    auto store = open_or_die({.path = path});
+    ASSERT_NE(store, nullptr);
+    EXPECT_TRUE(store->get_response("key-a", "resp_old")->has_value());
+    ASSERT_TRUE(store->put_response(response("resp_new", ""), OwedWebhook{.object_id = "resp_new",
+                                                                         .event_type = "response.failed"}).ok());
+    EXPECT_EQ(store->owed_webhooks()->size(), 1u);
+    auto db = SqliteDb::open(path);
+    ASSERT_TRUE(db.ok());
+    EXPECT_EQ(*(*db)->single_text("SELECT version FROM schema_version"), "2");
+}
+
 TEST(SessionStore, ConfigIsValidated) {
     EXPECT_FALSE(SessionStore::open({.path = ""}).ok());
     EXPECT_FALSE(SessionStore::open({.path = ":memory:", .max_rows = 0}).ok());

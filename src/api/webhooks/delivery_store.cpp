@@ -65,7 +65,7 @@ Status DeliveryStore::check_and_create() {
 
 Status DeliveryStore::insert(const PendingDelivery& d) {
     auto st = db_->prepare(
-        "INSERT OR REPLACE INTO webhook_deliveries(message_id, url, body, num_attempts, next_attempt_at_ms) "
+        "INSERT OR IGNORE INTO webhook_deliveries(message_id, url, body, num_attempts, next_attempt_at_ms) "
         "VALUES(?1, ?2, ?3, ?4, ?5)");
     HICHAT_RETURN_IF_ERROR(st.status());
     st->bind(1, d.message_id).bind(2, d.url).bind(3, d.body).bind(4, int64_t{d.num_attempts}).bind(5, d.next_attempt_at_ms);

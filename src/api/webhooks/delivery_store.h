@@ -36,6 +36,8 @@ public:
     DeliveryStore(const DeliveryStore&) = delete;
     DeliveryStore& operator=(const DeliveryStore&) = delete;
 
+    // A row with the same (message_id, url) stays as it is: the same event enqueued again (an owed
+    // event after a restart) keeps its attempts.
     Status insert(const PendingDelivery& delivery);
     Status record_failure(const std::string& message_id, const std::string& url, int num_attempts,
                           int64_t next_attempt_at_ms);

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
+#include <openssl/evp.h>
 #include <openssl/rand.h>
 
 #include "base/check.h"
@@ -13,22 +14,47 @@ namespace hichat::api::webhooks {
 
 namespace {
 
+// prefix + the first 16 bytes in lower-case hex.
+std::string hex_id(const char* prefix, const unsigned char* bytes) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string id = prefix;
+    for (int i = 0; i < 16; ++i) {
+        id += kHex[bytes[i] >> 4];
+        id += kHex[bytes[i] & 15];
+    }
+    return id;
+}
+
 std::string random_id(const char* prefix) {
     unsigned char bytes[16];
     CHECK_EQ(RAND_bytes(bytes, sizeof bytes), 1) << "OpenSSL's random generator failed";
-    static constexpr char kHex[] = "0123456789abcdef";
-    std::string id = prefix;
-    for (unsigned char b : bytes) {
-        id += kHex[b >> 4];
-        id += kHex[b & 15];
-    }
-    return id;
+    return hex_id(prefix, bytes);
+}
+
+// NUL separates the parts: neither an id nor an event type holds one, so no two inputs hash alike.
+std::string derived_id(const char* prefix, std::string_view object_id, std::string_view event_type) {
+    std::string input = std::string("hichat-webhook-") + prefix;
+    input += '\0';
+    input += object_id;
+    input += '\0';
+    input += event_type;
+    unsigned char digest[EVP_MAX_MD_SIZE];
+    unsigned int size = 0;
+    CHECK_EQ(EVP_Digest(input.data(), input.size(), digest, &size, EVP_sha256(), nullptr), 1) << "SHA-256 failed";
+    return hex_id(prefix, digest);
 }
 
 }  // namespace
 
 std::string new_message_id() { return random_id("msg_"); }
 std::string new_event_id() { return random_id("evt_"); }
+
+std::string message_id_for(std::string_view object_id, std::string_view event_type) {
+    return derived_id("msg_", object_id, event_type);
+}
+std::string event_id_for(std::string_view object_id, std::string_view event_type) {
+    return derived_id("evt_", object_id, event_type);
+}
 
 std::string iso8601_utc(int64_t unix_ms) {
     const time_t seconds = static_cast<time_t>(unix_ms / 1000);

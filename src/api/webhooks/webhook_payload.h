@@ -15,6 +15,12 @@ std::string new_message_id();
 // "evt_" + 32 lower-case hex digits (128 random bits): the event object's id, as OpenAI's.
 std::string new_event_id();
 
+// The same shapes, derived from what the event is about instead of drawn: the first 128 bits of
+// SHA-256 over (a tag, object_id, event_type). An owed event (webhook_outbox.h) enqueued again after
+// a restart gets the same webhook-id and event id, so the sender and the receiver see one event.
+std::string message_id_for(std::string_view object_id, std::string_view event_type);
+std::string event_id_for(std::string_view object_id, std::string_view event_type);
+
 // "2026-05-01T12:34:56.789Z" for a Unix time in ms (UTC, millisecond precision).
 std::string iso8601_utc(int64_t unix_ms);
 

@@ -9,6 +9,7 @@
 #include <deque>
 #include <future>
 #include <random>
+#include <set>
 #include <thread>
 
 #include <boost/asio/executor_work_guard.hpp>
@@ -57,7 +58,10 @@ struct WebhookSender::Impl {
 
     Result<std::string> enqueue_to_urls(const std::vector<std::string>& urls, std::string_view event_type,
                                         std::string_view data_json);
-    void add(std::shared_ptr<Delivery> d, bool is_new);  // worker thread, as are the ones below
+    Result<std::string> enqueue_message(const std::vector<std::string>& urls, std::string_view event_type,
+                                        const std::string& message_id, const std::string& body,
+                                        std::function<void()> on_stored);
+    bool add(std::shared_ptr<Delivery> d, bool is_new);  // worker thread, as are the ones below
     void wait_then_retry(std::shared_ptr<Delivery> d, int64_t delay_ms);
     void pump();
     void attempt(std::shared_ptr<Delivery> d);
@@ -75,6 +79,7 @@ struct WebhookSender::Impl {
     asio::executor_work_guard<asio::io_context::executor_type> work;
     std::unique_ptr<HttpClient> client;
     std::unique_ptr<DeliveryStore> store;                // null without state_db_path
+    std::set<std::pair<std::string, std::string>> pending_keys;  // (message_id, url) not finished; worker thread only
     std::deque<std::shared_ptr<Delivery>> ready;         // worker thread only
     int num_in_flight = 0;                               // worker thread only
     std::mt19937_64 rng{std::random_device{}()};         // jitter; worker thread only
@@ -84,16 +89,21 @@ struct WebhookSender::Impl {
 Result<std::string> WebhookSender::Impl::enqueue_to_urls(const std::vector<std::string>& urls,
                                                          std::string_view event_type, std::string_view data_json) {
     if (urls.empty()) return invalid_argument("no webhook target configured (--webhook-url)");
-    const int64_t now_ms = unix_ms_now();
-    auto body = make_payload(event_type, data_json, now_ms, new_event_id());
+    auto body = make_payload(event_type, data_json, unix_ms_now(), new_event_id());
     if (!body.ok()) return body.status();
+    return enqueue_message(urls, event_type, new_message_id(), *body, {});
+}
+
+Result<std::string> WebhookSender::Impl::enqueue_message(const std::vector<std::string>& urls,
+                                                         std::string_view event_type, const std::string& message_id,
+                                                         const std::string& body, std::function<void()> on_stored) {
+    const int64_t now_ms = unix_ms_now();
     std::vector<std::shared_ptr<Delivery>> deliveries;
-    const std::string message_id = new_message_id();
     for (const std::string& text : urls) {
         auto url = parse_url(text);
         if (!url.ok()) return url.status();  // configured URLs were checked at start
         deliveries.push_back(std::make_shared<Delivery>(Delivery{
-            {.message_id = message_id, .url = text, .body = *body, .num_attempts = 0, .next_attempt_at_ms = now_ms},
+            {.message_id = message_id, .url = text, .body = body, .num_attempts = 0, .next_attempt_at_ms = now_ms},
             std::move(url).value()}));
     }
     if (num_pending.fetch_add(deliveries.size()) + deliveries.size() > config.max_pending) {
@@ -101,8 +111,10 @@ Result<std::string> WebhookSender::Impl::enqueue_to_urls(const std::vector<std::
         return internal_error("webhook queue full: " + std::to_string(config.max_pending) +
                               " deliveries pending; event '" + std::string(event_type) + "' dropped");
     }
-    asio::post(io, [this, deliveries = std::move(deliveries)] {
-        for (const auto& d : deliveries) add(d, /*is_new=*/true);
+    asio::post(io, [this, deliveries = std::move(deliveries), on_stored = std::move(on_stored)] {
+        bool stored = true;
+        for (const auto& d : deliveries) stored = add(d, /*is_new=*/true) && stored;
+        if (stored && on_stored) on_stored();
     });
     return message_id;
 }
@@ -112,12 +124,27 @@ void WebhookSender::Impl::store_or_log(const Status& s) {
     if (!s.ok()) logger().warn("{}", s.message());
 }
 
-void WebhookSender::Impl::add(std::shared_ptr<Delivery> d, bool is_new) {
-    if (store && is_new) store_or_log(store->insert(d->pending));
+// Returns false when the delivery's state-db write failed. One already pending (the same message to
+// the same URL: an owed event enqueued again) is not added twice; its row is written if missing.
+bool WebhookSender::Impl::add(std::shared_ptr<Delivery> d, bool is_new) {
+    bool stored = true;
+    if (store && is_new) {
+        const Status s = store->insert(d->pending);  // keeps a row that is there already
+        store_or_log(s);
+        stored = s.ok();
+    }
+    if (!pending_keys.emplace(d->pending.message_id, d->pending.url).second) {
+        num_pending.fetch_sub(1);
+        return stored;
+    }
     const int64_t delay_ms = d->pending.next_attempt_at_ms - unix_ms_now();
-    if (delay_ms > 0) return wait_then_retry(std::move(d), delay_ms);
-    ready.push_back(std::move(d));
-    pump();
+    if (delay_ms > 0) {
+        wait_then_retry(std::move(d), delay_ms);
+    } else {
+        ready.push_back(std::move(d));
+        pump();
+    }
+    return stored;
 }
 
 void WebhookSender::Impl::wait_then_retry(std::shared_ptr<Delivery> d, int64_t delay_ms) {
@@ -182,6 +209,7 @@ void WebhookSender::Impl::on_attempt_done(const std::shared_ptr<Delivery>& d, Re
         return;
     }
     if (store) store_or_log(store->erase(p.message_id, p.url));
+    pending_keys.erase({p.message_id, p.url});
     num_pending.fetch_sub(1);
     report(*d, state, status, error);
 }
@@ -262,6 +290,14 @@ Result<std::string> WebhookSender::enqueue_to(std::string_view url_text, std::st
         return invalid_argument("webhook target host '" + url->host + "' is not in --webhook-allow");
     }
     return impl_->enqueue_to_urls({std::string(url_text)}, event_type, data_json);
+}
+
+Result<std::string> WebhookSender::enqueue_fixed(const FixedEvent& event, std::function<void()> on_stored) {
+    if (impl_->config.target_urls.empty()) return invalid_argument("no webhook target configured (--webhook-url)");
+    auto body = make_payload(event.event_type, event.data_json, event.created_at_ms, event.event_id);
+    if (!body.ok()) return body.status();
+    return impl_->enqueue_message(impl_->config.target_urls, event.event_type, event.message_id, *body,
+                                  std::move(on_stored));
 }
 
 size_t WebhookSender::num_pending() const { return impl_->num_pending.load(); }

@@ -16,19 +16,22 @@
 //
 // A delivery is one (event, target URL). Its body and webhook-id ("msg_" + 32 hex digits) are
 // fixed when the event is enqueued and the same on every attempt, also after a restart when a state
-// db is configured, so receivers can drop duplicates by id. Each attempt carries the attempt's
+// db is configured, so receivers can drop duplicates by id. An event a store owes (webhook_outbox.h)
+// comes with its ids and time fixed by the caller (enqueue_fixed): enqueued again, after a restart, it
+// is the same message, and it adds nothing while a delivery of it is still pending. Each attempt carries the attempt's
 // webhook-timestamp and a fresh signature over it. 2xx: delivered. 410 Gone: the receiver asks us to
 // stop; dropped. Any other status (3xx included: redirects are not followed), a connection error
 // or a timeout: retried after RetryPolicy::delay_ms, up to max_attempts attempts.
 //
-// Threads: enqueue(), enqueue_to() and num_pending() from any thread; they never wait on the
-// network or the disk. One worker thread runs an Asio io_context with every delivery, timer and
-// state-db write; the observer runs there. Ownership: owned by the server; destroying it stops the
+// Threads: enqueue(), enqueue_to(), enqueue_fixed() and num_pending() from any thread; they never
+// wait on the network or the disk. One worker thread runs an Asio io_context with every delivery,
+// timer and state-db write; the observer and enqueue_fixed's on_stored run there. Ownership: owned by the server; destroying it stops the
 // worker once the events enqueued before it are in the state db: attempts in flight are abandoned,
 // and deliveries not finished stay in the state db (without one they are lost, and the count is
 // logged).
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -58,6 +61,15 @@ struct DeliveryReport {
 // Runs on the worker thread after every attempt; must not block.
 using DeliveryObserver = std::function<void(const DeliveryReport&)>;
 
+// An event whose identity the caller fixes, so that enqueuing it twice gives one message.
+struct FixedEvent {
+    std::string message_id;     // the webhook-id: "msg_" + 32 hex digits (message_id_for)
+    std::string event_id;       // the body's "id": "evt_" + 32 hex digits (event_id_for)
+    std::string event_type;
+    std::string data_json;      // a JSON object
+    int64_t created_at_ms = 0;  // Unix time; the body's created_at (in seconds)
+};
+
 class WebhookSender {
 public:
     // Validates `config` (errors name the flag, e.g. a target host not in --webhook-allow), opens
@@ -78,6 +90,14 @@ public:
     // is not in --webhook-allow is refused here, before any DNS lookup or connection: the Status
     // names the host and the flag, and one warning line is logged.
     Result<std::string> enqueue_to(std::string_view url, std::string_view event_type, std::string_view data_json);
+
+    // Queues `event` for every configured target, except a target for which a delivery with the same
+    // webhook-id is still pending (here or in the state db): that one is left as it is. `on_stored`
+    // (may be empty) runs on the worker thread once every target's delivery is in the state db (in
+    // memory without one) and before any of their attempts has ended; it does not run when a state-db
+    // write failed or the event is refused. It may write a database, never wait on the network.
+    // Returns the webhook-id. Errors as enqueue().
+    Result<std::string> enqueue_fixed(const FixedEvent& event, std::function<void()> on_stored);
 
     size_t num_pending() const;  // deliveries not finished (queued, waiting to retry, in flight)
 
