@@ -15,7 +15,7 @@ for v in $variants; do
   row "cuda_ops_bench_$v fp8 rc=$?" ""; grep -E "per layer" $log/ops_$v.log | sed 's/^/  /' | tee -a $table
 done
 mkdir -p /tmp/tok && tar -C /tmp/tok -xzf .bundle/tok.tar.gz
-timeout 200 python3 scripts/make_bench_checkpoint.py 8b /tmp/b8 /tmp/tok > $log/make_8b.log 2>&1 || row "make 8b failed" "$(tail -2 $log/make_8b.log)"
+[ -f /tmp/b8/config.json ] || timeout 200 python3 scripts/make_bench_checkpoint.py 8b /tmp/b8 /tmp/tok > $log/make_8b.log 2>&1 || row "make 8b failed" "$(tail -2 $log/make_8b.log)"
 for round in 1 2; do
   for v in $variants; do
     out=$(timeout 120 hichat_$v bench engine --model /tmp/b8 --quantization fp8 --device cuda --batch 1 --input-len 128 \

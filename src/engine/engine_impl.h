@@ -31,7 +31,8 @@ public:
           queue_(static_cast<size_t>(config.max_waiting)),
           overlap_(config.overlap == StepOverlap::kOn ||
                    (config.overlap == StepOverlap::kAuto && runner_->runs_async())),
-          mask_pool_(mask_threads()) {
+          mask_pool_(mask_threads()),
+          graphs_seen_(runner_->num_graphs_captured()) {   // those captured at start delayed no step
         publish_stats();
         thread_ = std::thread([this] { loop(); });
     }
