@@ -11,7 +11,6 @@
 #include <optional>
 #include <string_view>
 
-
 #include "api/telemetry/access_log.h"
 #include "api/telemetry/step_log.h"
 #include "api/policy/api_key_store.h"
