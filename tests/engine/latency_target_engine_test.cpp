@@ -151,15 +151,18 @@ protected:
 
 // Each round runs the fixed budget, then the target set from that run. A round is a measurement, and
 // the machine may be shared: a round counts only where the decode-only steps (the same work every
-// time) ran within kSteady of their median at p99 in both runs; the test takes up to three rounds and
+// time) ran within kSteady of their median at p99 in both runs; the test takes up to kRounds rounds and
 // passes on the first steady one that holds, fails if steady rounds never held, and skips (visibly,
 // with the figures) when no round was steady. Every round is printed.
 constexpr double kSteady = 1.6;
+// Five, not three: on the 2-core CI machine a release run of 2026-12-06 found none of three rounds
+// steady (and skipped), where the ASan run of the same CI passed.
+constexpr int kRounds = 5;
 
 TEST_F(LatencyTargetEngineTest, TargetedItlHoldsP99WithinTwiceTheMedianWhereTheFixedBudgetDoesNot) {
     bool held = false;
     int steady_rounds = 0;
-    for (int round = 1; round <= 3 && !held; ++round) {
+    for (int round = 1; round <= kRounds && !held; ++round) {
         const LoadResult fixed = run(0);
         // The target: four decode gaps of the fixed run (its median is a decode-only step), room for a
         // few dozen prompt tokens beside the decodes in each step.
@@ -177,7 +180,7 @@ TEST_F(LatencyTargetEngineTest, TargetedItlHoldsP99WithinTwiceTheMedianWhereTheF
         ++steady_rounds;
         held = tuned.p99 <= 2 * tuned.p50 && tuned.p99 <= 1.5 * target;
     }
-    if (steady_rounds == 0) GTEST_SKIP() << "the machine was too busy to judge latency in all 3 rounds (see above)";
+    if (steady_rounds == 0) GTEST_SKIP() << "the machine was too busy to judge latency in all " << kRounds << " rounds (see above)";
     EXPECT_TRUE(held) << "in no steady round did the targeted scheduler keep p99 ITL within twice its median and "
                          "1.5 times the target";
 }
