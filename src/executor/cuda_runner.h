@@ -27,7 +27,8 @@ struct CudaRunnerConfig {
     // create() captures the decode graphs of every batch bucket for the shortest context bucket,
     // greedy and sampled, with steps of one-token sequences on the scratch block; other graphs are
     // captured on first use. A capture at serving time holds up the host for longer than a decode
-    // step of the 8B takes, and every running stream's next token waits with it.
+    // step of the 8B takes, and every running stream's next token waits with it. Not with streamed or
+    // CPU layers (their steps dwarf a capture; CPU layers have no graphs).
     bool capture_graphs_at_start = false;
     // The KV cache in FP8 (E4M3, half the bytes of bf16): written as e4m3(k / k_scale) with each layer's
     // k_scale / v_scale from the checkpoint (1.0 where it has none), read by the FP8 attention kernels.
