@@ -21,50 +21,14 @@ run's, how often its top-1 token is the bf16 run's, and its weight bytes per ele
 import json
 import os
 import shutil
-import struct
 import subprocess
 import sys
 
 import numpy as np
 
+from make_int_checkpoint import read_safetensors, to_f32, write_safetensors
+
 LINEARS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    tensors = {}
-    for name, meta in header.items():
-        if name == "__metadata__":
-            continue
-        begin, end = meta["data_offsets"]
-        raw = np.frombuffer(data[begin:end], dtype=np.uint8)
-        if meta["dtype"] == "BF16":
-            value = (raw.view(np.uint16).astype(np.uint32) << 16).view(np.float32)
-        elif meta["dtype"] == "F32":
-            value = raw.view(np.float32)
-        else:
-            raise SystemExit(f"{path}: {name}: dtype {meta['dtype']} (expected BF16 or F32)")
-        tensors[name] = value.reshape(meta["shape"]).copy()
-    return tensors
-
-
-def write_safetensors(path, tensors):
-    header, offset, blobs = {}, 0, []
-    for name, value in tensors.items():
-        blob = np.ascontiguousarray(value, dtype=np.float32).tobytes()
-        header[name] = {"dtype": "F32", "shape": list(value.shape), "data_offsets": [offset, offset + len(blob)]}
-        offset += len(blob)
-        blobs.append(blob)
-    text = json.dumps(header).encode()
-    text += b" " * ((8 - len(text) % 8) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(text)))
-        f.write(text)
-        for blob in blobs:
-            f.write(blob)
 
 
 def round_half_away(x):
@@ -95,7 +59,10 @@ def dequantized_checkpoint(model_dir, tensors, quantize, out_dir):
     for name in os.listdir(model_dir):
         if not name.endswith(".safetensors"):
             shutil.copy(os.path.join(model_dir, name), out_dir)
-    out = {n: (quantize(t) if t.ndim == 2 and any(p in n for p in LINEARS) else t) for n, t in tensors.items()}
+    out = {}
+    for name, t in tensors.items():
+        w = quantize(t) if t.ndim == 2 and any(p in name for p in LINEARS) else t
+        out[name] = ("F32", w.shape, np.ascontiguousarray(w, np.float32).tobytes())
     write_safetensors(os.path.join(out_dir, "model.safetensors"), out)
     return out_dir
 
@@ -129,7 +96,7 @@ def main():
     files = [f for f in os.listdir(model_dir) if f.endswith(".safetensors")]
     if len(files) != 1:
         raise SystemExit(f"{model_dir}: expected one safetensors file, found {len(files)}")
-    tensors = read_safetensors(os.path.join(model_dir, files[0]))
+    tensors = {name: to_f32(*stored) for name, stored in read_safetensors(os.path.join(model_dir, files[0])).items()}
     os.makedirs(work, exist_ok=True)
     channel_dir = dequantized_checkpoint(model_dir, tensors, per_channel, os.path.join(work, "per_channel"))
     block_dir = dequantized_checkpoint(model_dir, tensors, per_block32, os.path.join(work, "per_block32"))
