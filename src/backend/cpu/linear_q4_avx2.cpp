@@ -4,8 +4,9 @@
 // activation codes and adds pairs into int16 (at most 2 * 15 * 127: nothing saturates), vpmaddwd by
 // ones adds those pairs into int32 lanes: lane l of the 8 products of a block is group l's exact
 // integer sum (groups 0-7 from the first halves, 8-15 from the second), converted once per block and
-// multiplied by the groups' scales. The stored codes are w + z; z is taken back once per row as
-// sum_g scale_g * z_g * group_sum_g. Compiled with -mavx2 -mfma -mf16c (CMakeLists.txt).
+// multiplied by the groups' scales. The stored codes are w + z; z is taken back as sum_g scale_g *
+// z_g * group_sum_g, summed beside the products with the scales already loaded (the same order as a
+// separate pass over the groups, so the same bits). Compiled with -mavx2 -mfma -mf16c (CMakeLists.txt).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -44,12 +45,17 @@ void block(const LinearProblem& p, const Int8Rows& x, int64_t i0, int64_t r0) {
     const int64_t blocks = q4_blocks(p.k), groups = q4_groups(p.k), row_bytes = q4_row_bytes(p.k);
     const uint8_t* w = static_cast<const uint8_t*>(p.w) + r0 * row_bytes;
     const uint16_t* scales = p.q4_scales + r0 * groups;
+    const uint8_t* zeros = p.q4_zeros != nullptr ? p.q4_zeros + r0 * groups : nullptr;
     const uint8_t* xr[M];
-    for (int i = 0; i < M; ++i) xr[i] = x.codes + (i0 + i) * x.stride;
+    const float* sums[M];   // the activations' group sums
+    for (int i = 0; i < M; ++i) {
+        xr[i] = x.codes + (i0 + i) * x.stride;
+        sums[i] = x.group_sums + (i0 + i) * (x.stride / kQ4Group);
+    }
     const __m256i nibble = _mm256_set1_epi8(0x0f);
-    __m256 acc[M][R];
+    __m256 acc[M][R], zero_acc[M][R];
     for (int i = 0; i < M; ++i)
-        for (int r = 0; r < R; ++r) acc[i][r] = _mm256_setzero_ps();
+        for (int r = 0; r < R; ++r) acc[i][r] = zero_acc[i][r] = _mm256_setzero_ps();
     for (int64_t b = 0; b < blocks; ++b) {
         for (int half = 0; half < 2; ++half) {  // groups 8 half .. 8 half + 7 of the block
             __m256i dot[M][R];
@@ -67,27 +73,22 @@ void block(const LinearProblem& p, const Int8Rows& x, int64_t i0, int64_t r0) {
                     }
                 }
             }
+            const int64_t g = b * kQ4GroupsPerBlock + 8 * half;
             for (int r = 0; r < R; ++r) {
-                const __m256 s = _mm256_cvtph_ps(_mm_loadu_si128(
-                    reinterpret_cast<const __m128i*>(scales + r * groups + b * kQ4GroupsPerBlock + 8 * half)));
-                for (int i = 0; i < M; ++i) acc[i][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[i][r]), s, acc[i][r]);
+                const __m256 s = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + r * groups + g)));
+                const __m256 zs = zeros == nullptr ? s : _mm256_mul_ps(s, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(
+                                                                         _mm_loadl_epi64(reinterpret_cast<const __m128i*>(
+                                                                             zeros + r * groups + g)))));
+                for (int i = 0; i < M; ++i) {
+                    acc[i][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot[i][r]), s, acc[i][r]);
+                    zero_acc[i][r] = _mm256_fmadd_ps(zs, _mm256_loadu_ps(sums[i] + g), zero_acc[i][r]);
+                }
             }
         }
     }
-    const int64_t sums_stride = x.stride / kQ4Group;
     for (int r = 0; r < R; ++r) {
         for (int i = 0; i < M; ++i) {
-            const float* sums = x.group_sums + (i0 + i) * sums_stride;
-            const uint8_t* zeros = p.q4_zeros != nullptr ? p.q4_zeros + (r0 + r) * groups : nullptr;
-            __m256 z = _mm256_setzero_ps();
-            for (int64_t g = 0; g < groups; g += 8) {  // groups is a multiple of 16
-                __m256 s = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + r * groups + g)));
-                if (zeros != nullptr) {
-                    s = _mm256_mul_ps(s, _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(zeros + g)))));
-                }
-                z = _mm256_fmadd_ps(s, _mm256_loadu_ps(sums + g), z);
-            }
-            float zero = reduce_add(z);
+            float zero = reduce_add(zero_acc[i][r]);
             if (zeros == nullptr) zero *= kQ4ZeroCode;
             p.y[(i0 + i) * p.n + r0 + r] = x.scales[i0 + i] * (reduce_add(acc[i][r]) - zero);
         }
