@@ -9,7 +9,6 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
-#include <limits>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -348,7 +347,7 @@ void bench_sampling(std::mt19937& rng) {
 }
 
 // FP8 against bf16 on the 8B's shapes (q|k|v, o, gate|up, down): microseconds per product at each m.
-// m <= 8: fp8_gemv (fp8_gemv_silu_mul for gate|up) vs Gemm::run (the bf16 gemv at m = 1, cuBLASLt above); m > 8: quantize_fp8_rows +
+// m <= 8: fp8_gemv vs Gemm::run (the bf16 gemv at m = 1, cuBLASLt above); m > 8: quantize_fp8_rows +
 // Gemm::run_fp8 (scratch of 2048 rows) vs Gemm::run (bf16 out).
 void bench_fp8(std::mt19937& rng) {
     Gemm gemm;
@@ -377,9 +376,6 @@ void bench_fp8(std::mt19937& rng) {
                 return gemm.run(a.as<bf16>(), wb.as<bf16>(), d.data(), GemmOut::kBf16, m, s.n, s.k, false, nullptr);
             });
             const double fp8_ms = time_ms([&] {
-                if (m <= 8 && s.n == 28672)   // gate|up: the fused SwiGLU instance the engine runs
-                    return fp8_gemv_silu_mul(a.as<bf16>(), w8.as<uint8_t>(), w_scale.as<float>(), d.as<bf16>(), m,
-                                             s.n / 2, s.k, nullptr);
                 if (m <= 8) return fp8_gemv(a.as<bf16>(), w8.as<uint8_t>(), w_scale.as<float>(), d.data(), false, m, s.n,
                                             s.k, false, nullptr);
                 const cudaError_t e = quantize_fp8_rows(a.as<bf16>(), m, s.k, a8.as<uint8_t>(), a_scale.as<float>(), nullptr);
@@ -395,39 +391,6 @@ void bench_fp8(std::mt19937& rng) {
         }
         std::printf("fp8 m=%-5d per layer: bf16 %.1f us, fp8 %.1f us (%.2fx)\n", m, bf16_sum * 1e3, fp8_sum * 1e3,
                     bf16_sum / fp8_sum);
-    }
-}
-
-// Gemm::run_fp8 both ways on the 8B's shapes: cuBLASLt's unit-scale product into fp32 scratch plus
-// scale_fp8_product, against cuBLASLt applying the per-token x per-channel scales (OUTER_VEC_32F) and
-// writing bf16; microseconds per product, activation quantization excluded.
-void bench_fp8_scaled(std::mt19937& rng) {
-    Gemm by_scratch(32 << 20, true, std::numeric_limits<int>::max()), scaled(32 << 20, true, 1);
-    struct Shape { int n, k; const char* name; };
-    const Shape shapes[] = {{6144, 4096, "qkv"}, {4096, 4096, "o"}, {28672, 4096, "gate_up"}, {4096, 14336, "down"}};
-    const int scratch_rows = 2048;
-    DeviceBuffer scratch(size_t{4} * scratch_rows * 28672);
-    for (int m : {16, 64, 128, 256, 512, 1024, 2048, 4096}) {
-        double sum_scratch = 0.0, sum_scaled = 0.0;
-        for (const Shape s : shapes) {
-            DeviceBuffer a8 = random_buffer(size_t{1} * m * s.k / 2, false, rng), w8 = random_buffer(size_t{1} * s.n * s.k / 2, false, rng);
-            DeviceBuffer a_scale = upload(std::vector<float>(m, 0.01f)), w_scale = upload(std::vector<float>(s.n, 0.01f));
-            DeviceBuffer d(size_t{1} * m * s.n * 2);
-            const bool has = scaled.fp8_scaled_supported(m, s.n, s.k, GemmOut::kBf16, false);
-            auto run = [&](Gemm& g) {
-                return time_ms([&] {
-                    return g.run_fp8(a8.as<uint8_t>(), a_scale.as<float>(), w8.as<uint8_t>(), w_scale.as<float>(), d.data(),
-                                     GemmOut::kBf16, m, s.n, s.k, false, scratch.as<float>(), scratch_rows, nullptr);
-                });
-            };
-            const double t_scratch = run(by_scratch), t_scaled = run(scaled);
-            sum_scratch += t_scratch;
-            sum_scaled += t_scaled;
-            std::printf("fp8_scaled m=%-5d %-8s scratch+epilogue %8.1f us  cuBLASLt-scaled %8.1f us%s\n", m, s.name,
-                        t_scratch * 1e3, t_scaled * 1e3, has ? "" : " (no algorithm: scratch again)");
-        }
-        std::printf("fp8_scaled m=%-5d per layer: scratch+epilogue %.1f us, cuBLASLt-scaled %.1f us\n", m,
-                    sum_scratch * 1e3, sum_scaled * 1e3);
     }
 }
 
@@ -479,7 +442,6 @@ int main(int argc, char** argv) {
     if (wanted("sampling")) bench_sampling(rng);
     if (wanted("fp8")) bench_fp8(rng);
     if (argc >= 2 && wanted("fp8_splits")) bench_fp8_splits(rng);
-    if (argc >= 2 && wanted("fp8_scaled")) bench_fp8_scaled(rng);
     if (argc >= 2 && wanted("gemm_algos")) bench_gemm_algos(rng);
     return 0;
 }

@@ -29,11 +29,10 @@ struct PlanKey {
     GemmOut out;
     bool accumulate;
     int alignment_bytes;   // smallest alignment of the three pointers, capped at 16
-    bool fp8 = false;      // E4M3 inputs: unit scales (fp32 out, no accumulation), or
-    bool scaled = false;   // per-row scale vectors on both (OUTER_VEC_32F), pointers set per call
+    bool fp8 = false;      // E4M3 inputs, unit scales (fp32 out, no accumulation)
     bool operator<(const PlanKey& o) const {
-        return std::tie(m, n, k, out, accumulate, alignment_bytes, fp8, scaled) <
-               std::tie(o.m, o.n, o.k, o.out, o.accumulate, o.alignment_bytes, o.fp8, o.scaled);
+        return std::tie(m, n, k, out, accumulate, alignment_bytes, fp8) <
+               std::tie(o.m, o.n, o.k, o.out, o.accumulate, o.alignment_bytes, o.fp8);
     }
 };
 
@@ -91,11 +90,6 @@ Plan& Gemm::Impl::plan_for(const PlanKey& key) {
     CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_w, sizeof(trans_w)));
     CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &trans_a, sizeof(trans_a)));
     const cudaDataType_t in_type = key.fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
-    if (key.scaled) {   // cuBLASLt's A is the weight (a scale per row of D^T: w_scale), B the activations
-        const int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
-        CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof(mode)));
-        CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof(mode)));
-    }
     // Column-major views: W^T is [k, n] (ld k), A^T is [k, m] (ld k), D^T is [n, m] (ld n).
     CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p.w_layout, in_type, key.k, key.n, key.k));
     CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p.a_layout, in_type, key.k, key.m, key.k));
@@ -132,8 +126,7 @@ Plan& Gemm::Impl::plan_for(const PlanKey& key) {
     return p;
 }
 
-Gemm::Gemm(size_t workspace_bytes, bool use_gemv, int fp8_scaled_min_rows)
-    : impl_(std::make_unique<Impl>()), use_gemv_(use_gemv), fp8_scaled_min_rows_(fp8_scaled_min_rows) {
+Gemm::Gemm(size_t workspace_bytes, bool use_gemv) : impl_(std::make_unique<Impl>()), use_gemv_(use_gemv) {
     CUBLASLT_CHECK(cublasLtCreate(&impl_->handle));
     impl_->workspace = DeviceBuffer(workspace_bytes);
 }
@@ -163,13 +156,6 @@ bool Gemm::fp8_supported(int m, int n, int k) {
     return impl_->plan_for(key).has_algo;
 }
 
-bool Gemm::fp8_scaled_supported(int m, int n, int k, GemmOut out_type, bool accumulate) {
-    if (m <= 0 || n <= 0 || k <= 0 || k % 16 != 0 || n % 16 != 0) return false;
-    PlanKey key{m, n, k, out_type, accumulate, 16};
-    key.fp8 = key.scaled = true;
-    return impl_->plan_for(key).has_algo;
-}
-
 cudaError_t Gemm::run_fp8(const uint8_t* a, const float* a_scale, const uint8_t* w, const float* w_scale, void* d,
                           GemmOut out_type, int m, int n, int k, bool accumulate, float* scratch, int scratch_rows,
                           cudaStream_t stream) {
@@ -180,18 +166,6 @@ cudaError_t Gemm::run_fp8(const uint8_t* a, const float* a_scale, const uint8_t*
     if (accumulate && out_type != GemmOut::kF32) return cudaErrorInvalidValue;
     const int alignment = std::min({pointer_alignment(a), pointer_alignment(w), pointer_alignment(d), pointer_alignment(scratch)});
     if (alignment < 16 || k % 16 != 0 || n % 16 != 0) return cudaErrorNotSupported;
-    if (m >= fp8_scaled_min_rows_) {
-        PlanKey key{m, n, k, out_type, accumulate, 16};
-        key.fp8 = key.scaled = true;
-        Plan& p = impl_->plan_for(key);
-        if (p.has_algo) {
-            CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scale,
-                                                          sizeof(w_scale)));
-            CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &a_scale,
-                                                          sizeof(a_scale)));
-            return impl_->matmul(p, a, w, d, accumulate, stream);
-        }
-    }
     const size_t out_bytes = out_type == GemmOut::kF32 ? 4 : 2;
     for (int r0 = 0; r0 < m; r0 += scratch_rows) {
         const int rows = std::min(scratch_rows, m - r0);

@@ -17,11 +17,7 @@ enum class GemmOut { kBf16, kF32 };
 class Gemm {
 public:
     // use_gemv: one-row products (m == 1) go to cuda::gemv instead of cuBLASLt.
-    // fp8_scaled_min_rows: run_fp8 with at least this many rows lets cuBLASLt apply the scales
-    // (per-token x per-channel vectors) where it has an algorithm for that.
-    explicit Gemm(size_t workspace_bytes = 32 << 20, bool use_gemv = true,
-                  int fp8_scaled_min_rows = kFp8ScaledMinRows);   // CHECK-fails if cuBLASLt cannot start
-    static constexpr int kFp8ScaledMinRows = 256;
+    explicit Gemm(size_t workspace_bytes = 32 << 20, bool use_gemv = true);   // CHECK-fails if cuBLASLt cannot start
     ~Gemm();
     Gemm(const Gemm&) = delete;
     Gemm& operator=(const Gemm&) = delete;
@@ -31,26 +27,21 @@ public:
                     bool accumulate, cudaStream_t stream);
 
     // The FP8 product D[i, j] (+)= a_scale[i] * w_scale[j] * sum_k a[i, k] * w[j, k]: a [m, k] and
-    // w [n, k] E4M3 bytes, a_scale [m] and w_scale [n] fp32 on the device, fast accumulation where
-    // cuBLASLt has it. From fp8_scaled_min_rows rows, cuBLASLt scales the product itself (scale mode
-    // OUTER_VEC_32F) and writes D directly; below that, or where it has no such algorithm, it computes
-    // the unit-scale product into `scratch` (fp32, scratch_rows x n; m is taken in chunks of
-    // scratch_rows) and scale_fp8_product applies the scales, which is faster at small m (its
-    // per-vector algorithms have a fixed cost of ~13 us per product). cudaErrorNotSupported where
-    // cuBLASLt has no algorithm (it wants k and n multiples of 16 and 16-byte aligned pointers).
+    // w [n, k] E4M3 bytes, a_scale [m] and w_scale [n] fp32 on the device. cuBLASLt computes the
+    // unit-scale product into `scratch` (fp32, scratch_rows x n; m is taken in chunks of scratch_rows)
+    // with fast accumulation, and scale_fp8_product applies the scales (cuBLASLt 13.1 has no FP8
+    // algorithm with per-row scale vectors on the H200). cudaErrorNotSupported where cuBLASLt has no
+    // algorithm (it wants k and n multiples of 16 and 16-byte aligned pointers).
     cudaError_t run_fp8(const uint8_t* a, const float* a_scale, const uint8_t* w, const float* w_scale, void* d,
                         GemmOut out_type, int m, int n, int k, bool accumulate, float* scratch, int scratch_rows,
                         cudaStream_t stream);
     // Whether run_fp8 has an algorithm for m x n x k with 16-byte aligned pointers.
     bool fp8_supported(int m, int n, int k);
-    // Whether cuBLASLt applies the scales itself for such a product (from fp8_scaled_min_rows rows).
-    bool fp8_scaled_supported(int m, int n, int k, GemmOut out_type, bool accumulate);
 
 private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
     bool use_gemv_;
-    int fp8_scaled_min_rows_;
 };
 
 }  // namespace hichat::cuda
