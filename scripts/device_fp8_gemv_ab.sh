@@ -2,7 +2,7 @@
 # FP8 GEMV variants A/B on one GPU, from the repo root with a bundle in .bundle (bin/ and lib/, or
 # .bundle/pack.tar.xz holding them; the Llama-3.2 tokenizer in .bundle/tok.tar.gz). VARIANTS names
 # builds: bin/cuda_ops_bench_V, bin/hichat_V and (TESTS=1) bin/backend_cuda_tests_V for each V, one
-# build per set of compile-time knobs. TESTS=1 first runs each build's FP8 op tests, and its GEMV
+# build per set of compile-time knobs (scripts/build_kernel_variant.sh makes them). TESTS=1 first runs each build's FP8 op tests, and its GEMV
 # tests under compute-sanitizer memcheck. Then cuda_ops_bench fp8 per variant, and the random 8B's
 # batch-1 decode with --quantization fp8, the variants alternating ROUNDS times (default 2). Prints a
 # table; logs in $OUT.
@@ -14,7 +14,7 @@ log=$OUT; table=$log/table.txt; : > $table
 row() { printf '%-44s %s\n' "$1" "$2" | tee -a $table; }
 nvidia-smi --query-gpu=name,clocks.max.sm,memory.total --format=csv,noheader | tee -a $table
 mkdir -p /tmp/tok && tar -C /tmp/tok -xzf .bundle/tok.tar.gz
-[ -f /tmp/b8/config.json ] || timeout 200 python3 scripts/make_bench_checkpoint.py 8b /tmp/b8 /tmp/tok > $log/make_8b.log 2>&1 &
+[ -f /tmp/b8/config.json ] || timeout 200 python3 scripts/make_bench_checkpoint.py 8b /tmp/b8 /tmp/tok > $log/make_8b.log 2>&1
 for v in $variants; do
   if [ "${TESTS:-0}" = 1 ]; then
     timeout 120 backend_cuda_tests_$v --gtest_filter='Fp8*' > $log/tests_$v.log 2>&1
@@ -26,7 +26,6 @@ for v in $variants; do
   timeout 90 cuda_ops_bench_$v fp8 > $log/ops_$v.log 2>&1
   row "cuda_ops_bench_$v fp8 rc=$?" ""; grep -E "m=1 |m=8 " $log/ops_$v.log | sed 's/^/  /' | tee -a $table
 done
-wait
 [ -f /tmp/b8/config.json ] || row "make 8b failed" "$(tail -2 $log/make_8b.log)"
 for round in $(seq 1 ${ROUNDS:-2}); do
   for v in $variants; do
