@@ -347,7 +347,7 @@ void bench_sampling(std::mt19937& rng) {
 }
 
 // FP8 against bf16 on the 8B's shapes (q|k|v, o, gate|up, down): microseconds per product at each m.
-// m <= 8: fp8_gemv vs Gemm::run (the bf16 gemv at m = 1, cuBLASLt above); m > 8: quantize_fp8_rows +
+// m <= 8: fp8_gemv (fp8_gemv_silu_mul for gate|up) vs Gemm::run (the bf16 gemv at m = 1, cuBLASLt above); m > 8: quantize_fp8_rows +
 // Gemm::run_fp8 (scratch of 2048 rows) vs Gemm::run (bf16 out).
 void bench_fp8(std::mt19937& rng) {
     Gemm gemm;
@@ -376,6 +376,9 @@ void bench_fp8(std::mt19937& rng) {
                 return gemm.run(a.as<bf16>(), wb.as<bf16>(), d.data(), GemmOut::kBf16, m, s.n, s.k, false, nullptr);
             });
             const double fp8_ms = time_ms([&] {
+                if (m <= 8 && s.n == 28672)   // gate|up: the fused SwiGLU instance the engine runs
+                    return fp8_gemv_silu_mul(a.as<bf16>(), w8.as<uint8_t>(), w_scale.as<float>(), d.as<bf16>(), m,
+                                             s.n / 2, s.k, nullptr);
                 if (m <= 8) return fp8_gemv(a.as<bf16>(), w8.as<uint8_t>(), w_scale.as<float>(), d.data(), false, m, s.n,
                                             s.k, false, nullptr);
                 const cudaError_t e = quantize_fp8_rows(a.as<bf16>(), m, s.k, a8.as<uint8_t>(), a_scale.as<float>(), nullptr);

@@ -26,7 +26,19 @@ namespace {
 
 constexpr int kThreads = 256, kWarps = kThreads / 32;
 constexpr int kTileRows = 16, kStepK = 64, kMaxTokens = 8;
-constexpr int kUnroll = 4;                   // steps whose loads are in flight together
+// Passes of kUnroll steps whose loads are in flight together, and blocks per SM in the launch bound.
+// Compile-time knobs only for measurement (scripts/device_fp8_gemv_ab.sh builds one binary per
+// setting). 8B batch 1 on an H100, 2026-12-06 (bench/results/fp8-gemv-ilv-h100-2026-12-06.txt, two
+// rounds alternating): 4 steps and 3 blocks with each slice a contiguous k range (main before) 3.536 /
+// 3.537 ms per token; the same with the interleaved passes below 3.461 / 3.462; 2 steps and 4 blocks,
+// interleaved, 3.449 / 3.449.
+#ifndef FP8_UNROLL
+#define FP8_UNROLL 2
+#endif
+#ifndef FP8_MINB
+#define FP8_MINB 4
+#endif
+constexpr int kUnroll = FP8_UNROLL;
 constexpr uint32_t kActScale = kernels::kBf16x2Pow100;   // on the activations
 constexpr float kUnscale = 0x1p20f;          // 2^120 * 2^-100
 
@@ -79,21 +91,18 @@ __device__ __forceinline__ void mma_step(float (&c)[4], const StepWeights& s, co
 }
 
 // grid: ceil(tiles / (kWarps / splits)) blocks; warp w of a block takes local tile w / splits and
-// slice w % splits of its k steps. The slices' partial tiles meet in shared memory and are added in
-// slice order, so the bits depend on (n, k) and not on the launch or m.
+// slice w % splits of its k steps: passes slice, slice + splits, ... (then the steps past the last
+// whole pass the same way), so that a tile's warps read neighbouring bytes of each row at the same
+// time rather than `splits` runs far apart (2% faster per 8B step than contiguous slices). The
+// slices' partial tiles meet in shared memory and are added in slice order, so the bits depend on
+// (n, k) and not on the launch or m.
 // Plain (kPair false): tile = blockIdx.x * (kWarps / splits) + local tile, rows [16 tile, 16 tile + 16)
 // of w [n, k]; d[tok, row] (+)= the product, fp32 or bf16.
 // SwiGLU (kPair true, n = 2 * intermediate rows of gate then up): local tiles 2p and 2p + 1 are the
 // gate and up rows [16 j, 16 j + 16) of pair j = blockIdx.x * (kWarps / splits / 2) + p, and d (bf16
 // [m, intermediate]) gets silu(g) * u of the bf16-rounded g and u, as silu_mul() of the bf16 products.
-#ifndef FP8_PIPE
-#define FP8_PIPE 0
-#endif
-#ifndef FP8_PRELOAD
-#define FP8_PRELOAD 0
-#endif
 template <bool kPair>
-__global__ void __launch_bounds__(kThreads, FP8_PIPE ? 2 : 3) fp8_gemv_kernel(const bf16* __restrict__ a, const uint8_t* __restrict__ w,
+__global__ void __launch_bounds__(kThreads, FP8_MINB) fp8_gemv_kernel(const bf16* __restrict__ a, const uint8_t* __restrict__ w,
                                                             const float* __restrict__ w_scale, void* __restrict__ d,
                                                             int m, int n, int k, int splits, bool f32_out,
                                                             bool accumulate) {
@@ -110,47 +119,23 @@ __global__ void __launch_bounds__(kThreads, FP8_PIPE ? 2 : 3) fp8_gemv_kernel(co
         row0 = (blockIdx.x * (kWarps / splits) + local) * kTileRows;
         last_row = n - 1;
     }
-    const int steps = k / kStepK, chunk = (steps + splits - 1) / splits;
-    const int begin = min(steps, slice * chunk), end = min(steps, begin + chunk);
+    const int steps = k / kStepK;
     const uint8_t* w_lo = w + static_cast<int64_t>(min(row0 + g, last_row)) * k + 16 * t;
     const uint8_t* w_hi = w + static_cast<int64_t>(min(row0 + g + 8, last_row)) * k + 16 * t;
     const bool token = g < m;
     const bf16* act = a + static_cast<int64_t>(token ? g : 0) * k + 16 * t;
     float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    int s = begin;
-#if FP8_PIPE
-    StepWeights cur[kUnroll];
-    const bool first = s + kUnroll <= end;
-    if (FP8_PRELOAD && first)
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) cur[u] = load_step(w_lo, w_hi, (s + u) * kStepK);
     kernels::pdl_wait();
-    if (!FP8_PRELOAD && first)
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) cur[u] = load_step(w_lo, w_hi, (s + u) * kStepK);
-    for (; s + kUnroll <= end; s += kUnroll) {
-        StepWeights next[kUnroll];
-        const bool more = s + 2 * kUnroll <= end;
-        if (more)
-#pragma unroll
-            for (int u = 0; u < kUnroll; ++u) next[u] = load_step(w_lo, w_hi, (s + kUnroll + u) * kStepK);
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) mma_step(c, cur[u], act, token, (s + u) * kStepK);
-        if (more)
-#pragma unroll
-            for (int u = 0; u < kUnroll; ++u) cur[u] = next[u];
-    }
-#else
-    kernels::pdl_wait();
-    for (; s + kUnroll <= end; s += kUnroll) {
+    const int passes = steps / kUnroll;
+    for (int p = slice; p < passes; p += splits) {
         StepWeights loads[kUnroll];
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) loads[u] = load_step(w_lo, w_hi, (s + u) * kStepK);
+        for (int u = 0; u < kUnroll; ++u) loads[u] = load_step(w_lo, w_hi, (p * kUnroll + u) * kStepK);
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) mma_step(c, loads[u], act, token, (s + u) * kStepK);
+        for (int u = 0; u < kUnroll; ++u) mma_step(c, loads[u], act, token, (p * kUnroll + u) * kStepK);
     }
-#endif
-    for (; s < end; ++s) mma_step(c, load_step(w_lo, w_hi, s * kStepK), act, token, s * kStepK);
+    for (int r = passes * kUnroll + slice; r < steps; r += splits)
+        mma_step(c, load_step(w_lo, w_hi, r * kStepK), act, token, r * kStepK);
     kernels::pdl_launch_dependents();
     if (kPair || splits > 1) {
 #pragma unroll
