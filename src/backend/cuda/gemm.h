@@ -29,10 +29,11 @@ public:
     // The FP8 product D[i, j] (+)= a_scale[i] * w_scale[j] * sum_k a[i, k] * w[j, k]: a [m, k] and
     // w [n, k] E4M3 bytes, a_scale [m] and w_scale [n] fp32 on the device. cuBLASLt computes the
     // unit-scale product into `scratch` (fp32, scratch_rows x n; m is taken in chunks of scratch_rows)
-    // with fast accumulation, and scale_fp8_product applies the scales: cuBLASLt 13.1 has no FP8
-    // algorithm with per-row scale vectors (OUTER_VEC_32F on A and B), with fast or exact accumulation,
-    // for any of the 8B's shapes at m = 16-4096 (H200 2026-12-03, H100 2026-12-06: bench/results/
-    // fp8-attn-occupancy-h100-2026-12-06.txt). cudaErrorNotSupported where cuBLASLt has no
+    // with fast accumulation, and scale_fp8_product applies the scales: asked for FP8 with per-row
+    // scale vectors (OUTER_VEC_32F on A and B, pointers not yet set), cuBLASLt 13.1's heuristic gave no
+    // algorithm, fast or exact accumulation, for any of the 8B's shapes at m = 16-4096 (H200 2026-12-03,
+    // H100 2026-12-06: bench/results/fp8-attn-occupancy-h100-2026-12-06.txt; torch reaches one, so see
+    // bench/results/fp8-scaled-gemm-2026-12-06.patch). cudaErrorNotSupported where cuBLASLt has no
     // algorithm (it wants k and n multiples of 16 and 16-byte aligned pointers).
     cudaError_t run_fp8(const uint8_t* a, const float* a_scale, const uint8_t* w, const float* w_scale, void* d,
                         GemmOut out_type, int m, int n, int k, bool accumulate, float* scratch, int scratch_rows,
