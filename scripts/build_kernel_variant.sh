@@ -1,26 +1,39 @@
 #!/usr/bin/env bash
-# build_kernel_variant.sh BUILD_DIR NAME SOURCE "NVCC FLAGS" [TARGET...]
+# build_kernel_variant.sh BUILD_DIR NAME SOURCES "NVCC FLAGS" [TARGET...]
 #
-# One CUDA source of backend_cuda recompiled with extra flags (typically -D knobs a kernel reads for
-# measurement) and linked into copies of TARGETs named <exe>_NAME, in BUILD_DIR/variants/NAME; the
-# build itself is left as it is. For A/B runs on the GPU machine (scripts/device_fp8_gemv_ab.sh), e.g.
+# Sources of backend_cuda (SOURCES: one path, or several joined by commas) recompiled with extra flags
+# (typically -D knobs a kernel reads for measurement) and linked into copies of TARGETs named
+# <exe>_NAME, in BUILD_DIR/variants/NAME; the build itself is left as it is. With SRC_ROOT set to
+# another checkout (a worktree with a patch applied), the sources and the headers under its src/ are
+# compiled instead of the build's. For A/B runs on the GPU machine (scripts/device_fp8_gemv_ab.sh,
+# scripts/device_attention_ab.sh), e.g.
 #   scripts/build_kernel_variant.sh build u2 src/backend/cuda/gemv_fp8.cu "-DFP8_UNROLL=2"
+#   SRC_ROOT=/tmp/wt scripts/build_kernel_variant.sh build kreg \
+#     src/backend/cuda/attention.cu,src/backend/cuda/attention_decode.cu,src/backend/cuda/attention_decode_fp8.cu ""
 # TARGETs default to tools/hichat, tests/backend_cuda/cuda_ops_bench and tests/backend_cuda/backend_cuda_tests.
 set -eu
-[ $# -ge 4 ] || { sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
-build=$(cd "$1" && pwd); name=$2; source=$(basename "$3"); flags=$4; shift 4
+[ $# -ge 4 ] || { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+repo=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "$1" && pwd); name=$2; sources=$3; flags=$4; shift 4
 targets=("$@"); [ ${#targets[@]} -gt 0 ] || targets=(tools/hichat tests/backend_cuda/cuda_ops_bench tests/backend_cuda/backend_cuda_tests)
+src_root=${SRC_ROOT:-}
+[ -z "$src_root" ] || src_root=$(cd "$src_root" && pwd)
 out=$build/variants/$name; mkdir -p "$out"
 cd "$build"
-object=src/backend/cuda/CMakeFiles/backend_cuda.dir/$source.o
-compile=$(ninja -t commands "${targets[0]}" | grep -F -- "-o $object" | head -n 1 || true)
-[ -n "$compile" ] || { echo "build_kernel_variant: no compile command for $object in $build" >&2; exit 1; }
-compile=${compile/" -o $object"/" -o $out/$source.o"}
-compile=${compile/" -MF "/" $flags -MF "}
-compile=$(echo "$compile" | sed -E "s# -MF [^ ]+# -MF $out/$source.d#")
-eval "$compile"
 cp src/backend/cuda/libbackend_cuda.a "$out/"
-(cd "$out" && ar r libbackend_cuda.a "$source.o")
+IFS=, read -r -a list <<< "$sources"
+for path in "${list[@]}"; do
+  source=$(basename "$path")
+  object=src/backend/cuda/CMakeFiles/backend_cuda.dir/$source.o
+  compile=$(ninja -t commands "${targets[0]}" | grep -F -- "-o $object" | head -n 1 || true)
+  [ -n "$compile" ] || { echo "build_kernel_variant: no compile command for $object in $build" >&2; exit 1; }
+  compile=${compile/" -o $object"/" -o $out/$source.o"}
+  compile=${compile/" -MF "/" $flags -MF "}
+  compile=$(echo "$compile" | sed -E "s# -MF [^ ]+# -MF $out/$source.d#")
+  [ -z "$src_root" ] || compile=${compile//$repo\/src/$src_root\/src}
+  eval "$compile"
+  (cd "$out" && ar r libbackend_cuda.a "$source.o")
+done
 for t in "${targets[@]}"; do
   link=$(ninja -t commands "$t" | tail -n 1)
   link=${link//src\/backend\/cuda\/libbackend_cuda.a/$out\/libbackend_cuda.a}
