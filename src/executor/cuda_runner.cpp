@@ -1,3 +1,5 @@
+// CudaRunner: creation, allocation, and a step's host side (submit, pick, collect, forward, KV block
+// copies); the forward pass is in cuda_runner_layers.cpp, metadata and graphs in cuda_runner_graphs.cpp.
 #include "executor/cuda_runner_impl.h"
 
 namespace hichat::executor {

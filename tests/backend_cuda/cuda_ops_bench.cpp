@@ -347,8 +347,8 @@ void bench_sampling(std::mt19937& rng) {
 }
 
 // FP8 against bf16 on the 8B's shapes (q|k|v, o, gate|up, down): microseconds per product at each m.
-// m <= 8: fp8_gemv (fp8_gemv_silu_mul for gate|up) vs Gemm::run (the bf16 gemv at m = 1, cuBLASLt above); m > 8: quantize_fp8_rows +
-// Gemm::run_fp8 (scratch of 2048 rows) vs Gemm::run (bf16 out).
+// m <= 8: fp8_gemv (fp8_gemv_silu_mul for gate|up) vs Gemm::run (the bf16 gemv at m = 1, cuBLASLt
+// above); m > 8: quantize_fp8_rows + Gemm::run_fp8 (scratch of 2048 rows) vs Gemm::run (bf16 out).
 void bench_fp8(std::mt19937& rng) {
     Gemm gemm;
     struct Shape { int n, k; const char* name; };

@@ -27,8 +27,8 @@ namespace {
 constexpr int kThreads = 256, kWarps = kThreads / 32;
 constexpr int kTileRows = 16, kStepK = 64, kMaxTokens = 8;
 // Passes of kUnroll steps whose loads are in flight together, and blocks per SM in the launch bound.
-// Compile-time knobs only for measurement (scripts/device_fp8_gemv_ab.sh builds one binary per
-// setting). 8B batch 1 on an H100, 2026-12-06 (bench/results/fp8-gemv-ilv-h100-2026-12-06.txt, two
+// Compile-time knobs only for measurement (scripts/build_kernel_variant.sh builds one binary per
+// setting, scripts/device_fp8_gemv_ab.sh compares them). 8B batch 1 on an H100, 2026-12-06 (bench/results/fp8-gemv-ilv-h100-2026-12-06.txt, two
 // rounds alternating): 4 steps and 3 blocks with each slice a contiguous k range (main before) 3.536 /
 // 3.537 ms per token; the same with the interleaved passes below 3.461 / 3.462; 2 steps and 4 blocks,
 // interleaved, 3.449 / 3.449.
