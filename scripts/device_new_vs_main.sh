@@ -9,7 +9,8 @@
 #      (FP8, FP8-KV, CUDA); memcheck on the FP8 and FP8-KV op tests;
 #   2. the random 8B with --quantization fp8: TTFT of a 2048-token prompt (batch 1), main then
 #      candidate, twice; batch 1 128 / 256 ms per token; batch 256 1000 / 1000 with the FP8 cache;
-#   3. cuda_ops_bench fp8 and attention, main then candidate; cublaslt_scale_probe when the bundle has it.
+#   3. cuda_ops_bench fp8 and attention, main then candidate; when the bundle has them, step_timeline_new
+#      at batch 256 (1000-token contexts) and cublaslt_scale_probe.
 # Prints a table ($OUT/table.txt); logs in $OUT/logs.tgz.
 set -uo pipefail
 t0=$(date +%s); el() { echo $(( $(date +%s) - t0 )); }
@@ -56,6 +57,11 @@ for v in "" _new; do
   timeout 30 cuda_ops_bench$v attention > $log/attention$v.log 2>&1; row "cuda_ops_bench$v attention rc=$?" ""
   grep -E '^decode attention' $log/attention$v.log | grep -v graph | sed 's/^/  /' | tee -a $table
 done
+if command -v step_timeline_new > /dev/null && ! late "$budget"; then   # where a batch-256 step's time goes
+  timeout 90 step_timeline_new --model /tmp/b8 --quantization fp8 --kv-cache-dtype fp8 --device cuda --batch 256 \
+    --input-len 1000 --output-len 64 --repeat 1 > $OUT/step_timeline_b256.txt 2>&1
+  row "step_timeline_new b256 rc=$?" ""
+fi
 if command -v cublaslt_scale_probe > /dev/null && ! late "$budget"; then
   timeout 40 cublaslt_scale_probe > $OUT/cublaslt_scale_probe.txt 2>&1; row "cublaslt_scale_probe rc=$?" ""
 fi
