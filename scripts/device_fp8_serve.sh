@@ -9,8 +9,10 @@
 #   sat_128 sat_1000 sat_2048           saturation: FP8 weights and cache at 512 sequences and
 #                                       concurrency 512 (128/128, 1000/1000), 2048/128 at 16384
 #                                       batched tokens
-# Skips a run once BUDGET seconds (default 540) have gone. Table in $OUT/table.txt, logs in $OUT.
-set -uo pipefail; . .bundle/env.sh; export PYTHONUNBUFFERED=1
+# PACK: the bundle to unpack when .bundle/bin is missing. Skips a run once BUDGET seconds (default 540) have gone. Table in $OUT/table.txt, logs in $OUT.
+set -uo pipefail
+[ -d .bundle/bin ] || tar -C .bundle -xJf "${PACK:-.bundle/pack.tar.xz}"
+. .bundle/env.sh; export PYTHONUNBUFFERED=1
 t0=$(date +%s); budget=${BUDGET:-540}
 bin=${HICHAT:-hichat}
 log=$OUT; table=$log/table.txt; touch $table
