@@ -8,7 +8,8 @@
 //                           least 8 times: the step's span (first kernel start to last kernel end),
 //                           and per kernel (name, grid width and the kernel before it) its launches
 //                           per step, mean duration and the mean gap from the end of the kernel before
-//                           it to its start (negative: it started before the one before it ended).
+//                           it to its start (negative: it started before the one before it ended);
+//                           and the kernels launched outside graphs (prefill), totalled per kernel.
 #include <cupti.h>
 #include <cxxabi.h>
 
@@ -71,10 +72,7 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
         if (record->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) continue;
         const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
         // The grid tells apart launches of one kernel for different matrices (q|k|v, o, down).
-        if (k->graphId != 0) {
-            records().push_back(
-                {k->start, k->end, k->graphId, short_name(k->name) + " [" + std::to_string(k->gridX) + "]"});
-        }
+        records().push_back({k->start, k->end, k->graphId, short_name(k->name) + " [" + std::to_string(k->gridX) + "]"});
     }
     std::free(buffer);
 }
@@ -127,10 +125,35 @@ void report_graph(uint32_t graph_id, std::vector<const KernelRecord*> kernels, s
     }
 }
 
+// The kernels launched outside graphs (prefill, and steps that have no graph), totalled per kernel
+// over the whole run, the most time first.
+void report_eager(const std::vector<const KernelRecord*>& kernels) {
+    if (kernels.empty()) return;
+    std::map<std::string, NameStats> by_name;
+    double busy_ns = 0;
+    for (const KernelRecord* k : kernels) {
+        NameStats& st = by_name[k->name];
+        st.launches += 1;
+        st.duration_ns += static_cast<double>(k->end - k->start);
+        busy_ns += static_cast<double>(k->end - k->start);
+    }
+    std::vector<std::pair<std::string, NameStats>> rows(by_name.begin(), by_name.end());
+    std::sort(rows.begin(), rows.end(),
+              [](const auto& a, const auto& b) { return a.second.duration_ns > b.second.duration_ns; });
+    std::printf("outside graphs: %zu kernels, kernel time %.1f us in all\n", kernels.size(), busy_ns / 1e3);
+    std::printf("  %-80s %9s %10s %12s %7s\n", "kernel", "launches", "us each", "us in all", "share");
+    for (const auto& [name, st] : rows) {
+        std::printf("  %-80.80s %9.0f %10.2f %12.1f %6.1f%%\n", name.c_str(), st.launches,
+                    st.duration_ns / st.launches / 1e3, st.duration_ns / 1e3, 100.0 * st.duration_ns / busy_ns);
+    }
+}
+
 // Per graph: the step length is the distance between consecutive launches of its first kernel.
 void report() {
     std::map<uint32_t, std::vector<const KernelRecord*>> by_graph;
     for (const KernelRecord& r : records()) by_graph[r.graph_id].push_back(&r);
+    report_eager(by_graph[0]);
+    by_graph.erase(0);
     for (auto& [graph_id, kernels] : by_graph) {
         std::sort(kernels.begin(), kernels.end(),
                   [](const auto* a, const auto* b) { return a->start < b->start; });
