@@ -10,7 +10,7 @@
 #   2. the random 8B with --quantization fp8: TTFT of a 2048-token prompt (batch 1), main then
 #      candidate, twice; batch 1 128 / 256 ms per token; batch 256 1000 / 1000 with the FP8 cache;
 #   3. cuda_ops_bench fp8 and attention, main then candidate; when the bundle has them, step_timeline_new
-#      at batch 256 (1000-token contexts) and cublaslt_scale_probe.
+#      for a 2048-token prefill and at batch 256 (1000-token contexts), and cublaslt_scale_probe.
 # Prints a table ($OUT/table.txt); logs in $OUT/logs.tgz.
 set -uo pipefail
 t0=$(date +%s); el() { echo $(( $(date +%s) - t0 )); }
@@ -57,6 +57,12 @@ for v in "" _new; do
   timeout 30 cuda_ops_bench$v attention > $log/attention$v.log 2>&1; row "cuda_ops_bench$v attention rc=$?" ""
   grep -E '^decode attention' $log/attention$v.log | grep -v graph | sed 's/^/  /' | tee -a $table
 done
+if command -v step_timeline_new > /dev/null && ! late "$budget"; then   # where a 2048-token prefill's time goes
+  timeout 60 step_timeline_new --model /tmp/b8 --quantization fp8 --kv-cache-dtype bf16 --device cuda --batch 1 \
+    --input-len 2048 --output-len 1 --repeat 3 > $OUT/step_timeline_prefill.txt 2>&1
+  row "step_timeline_new prefill 2048 rc=$?" "$(grep -m1 '^outside graphs' $OUT/step_timeline_prefill.txt)"
+  grep -A8 '^outside graphs' $OUT/step_timeline_prefill.txt | tail -7 | sed 's/^/  /' | cut -c1-140 | tee -a $table
+fi
 if command -v step_timeline_new > /dev/null && ! late "$budget"; then   # where a batch-256 step's time goes
   timeout 90 step_timeline_new --model /tmp/b8 --quantization fp8 --kv-cache-dtype fp8 --device cuda --batch 256 \
     --input-len 1000 --output-len 64 --repeat 1 > $OUT/step_timeline_b256.txt 2>&1
