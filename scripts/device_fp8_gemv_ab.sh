@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # FP8 GEMV variants A/B on one GPU, from the repo root with a bundle in .bundle (bin/ and lib/, or
-# .bundle/pack.tar.xz holding them; the Llama-3.2 tokenizer in .bundle/tok.tar.gz). VARIANTS names
+# PACK, default .bundle/pack.tar.xz, holding them; the Llama-3.2 tokenizer in .bundle/tok.tar.gz). VARIANTS names
 # builds: bin/cuda_ops_bench_V, bin/hichat_V and (TESTS=1) bin/backend_cuda_tests_V for each V, one
 # build per set of compile-time knobs (scripts/build_kernel_variant.sh makes them). TESTS=1 first runs each build's FP8 op tests, and its GEMV
 # tests under compute-sanitizer memcheck. Then cuda_ops_bench fp8 per variant, and the random 8B's
 # batch-1 decode with --quantization fp8, the variants alternating ROUNDS times (default 2). Prints a
 # table; logs in $OUT.
 set -uo pipefail
-[ -f .bundle/pack.tar.xz ] && tar -C .bundle -xJf .bundle/pack.tar.xz
+[ -d .bundle/bin ] || tar -C .bundle -xJf "${PACK:-.bundle/pack.tar.xz}"
 . .bundle/env.sh; export PYTHONUNBUFFERED=1
 variants=${VARIANTS:?set VARIANTS}
 log=$OUT; table=$log/table.txt; : > $table
