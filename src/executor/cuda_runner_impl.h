@@ -210,6 +210,7 @@ struct CudaRunner::Impl {
     void run_layer(int layer, const CudaLayerWeights& w, const cuda::AttentionMetadata& m, int num_tokens);
     // Streamed layer i's weights (its pinned blob) into its stage on weight_stream, once the stage is free.
     void enqueue_weight_copy(int i, bool wait_freed);
+    void norm(const TensorView& weight, int num_tokens, bool fp8_input);
     void run_mlp(const CudaLayerWeights& w, int num_tokens);
     // Whether an FP8 linear layer of t tokens takes the FP8 GEMM (cuBLASLt) rather than the FP8 GEMV.
     bool fp8_gemm(const CudaLinear& w, const cuda::DeviceBuffer& in, const void* out, int t, int k) const;

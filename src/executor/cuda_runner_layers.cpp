@@ -68,10 +68,9 @@ void CudaRunner::Impl::run_cpu_layers(const ForwardBatch& batch, int num_tokens)
 
 void CudaRunner::Impl::run_layer(int layer, const CudaLayerWeights& w, const cuda::AttentionMetadata& m, int t) {
     const int hidden = cfg.hidden_size;
-    CUDA_CHECK(cuda::rms_norm(ptr<float>(x), t, hidden, ptr<bf16>(w.attn_norm), cfg.rms_norm_eps, ptr<bf16>(h), stream));
     const bool qkv_unit = fp8_gemm(w.qkv, h, qkv.data(), t, hidden);   // qkv_rope_kv_write applies the scales
+    norm(w.attn_norm, t, qkv_unit);
     if (qkv_unit) {
-        quantize_input(h, t, hidden);
         CUDA_CHECK(gemm.run_fp8_unit(ptr<uint8_t>(act_q), ptr<uint8_t>(w.qkv.weight), ptr<bf16>(qkv), t,
                                      static_cast<int>(qkv_width), hidden, stream));
     } else {
@@ -112,16 +111,28 @@ void CudaRunner::Impl::run_layer(int layer, const CudaLayerWeights& w, const cud
                                          attn_workspace.data(), attn_workspace_bytes, stream));
     }
     linear(w.o_proj, attn, x.data(), cuda::GemmOut::kF32, t, hidden, static_cast<int>(q_width), true);
-    CUDA_CHECK(cuda::rms_norm(ptr<float>(x), t, hidden, ptr<bf16>(w.ffn_norm), cfg.rms_norm_eps, ptr<bf16>(h), stream));
     run_mlp(w, t);
 }
 
-// x += down(SwiGLU(gate_up(h))). Few tokens: the SwiGLU in the gate/up GEMV. Else the gate/up
+// rms_norm of x into h, or (fp8_input) straight into the FP8 GEMM's input act_q / act_scale.
+void CudaRunner::Impl::norm(const TensorView& weight, int t, bool fp8_input) {
+    if (fp8_input) {
+        CUDA_CHECK(cuda::rms_norm_fp8(ptr<float>(x), t, cfg.hidden_size, ptr<bf16>(weight), cfg.rms_norm_eps,
+                                      ptr<uint8_t>(act_q), ptr<float>(act_scale), stream));
+    } else {
+        CUDA_CHECK(cuda::rms_norm(ptr<float>(x), t, cfg.hidden_size, ptr<bf16>(weight), cfg.rms_norm_eps, ptr<bf16>(h),
+                                  stream));
+    }
+}
+
+// x += down(SwiGLU(gate_up(rms_norm(x)))). Few tokens: the SwiGLU in the gate/up GEMV. Else the gate/up
 // projection into gate_up (an FP8 one's unit-scale product, whose scales the SwiGLU applies as it
 // reads it), then the SwiGLU: straight into the FP8 input of an FP8 down projection, else to act.
 void CudaRunner::Impl::run_mlp(const CudaLayerWeights& w, int t) {
     const int hidden = cfg.hidden_size, inter = cfg.intermediate_size;
-    if (w.gate_up.fp8() && !fp8_gemm(w.gate_up, h, act.data(), t, hidden)) {
+    const bool gate_up_unit = fp8_gemm(w.gate_up, h, act.data(), t, hidden);
+    norm(w.ffn_norm, t, gate_up_unit);
+    if (w.gate_up.fp8() && !gate_up_unit) {
         CUDA_CHECK(cuda::fp8_gemv_silu_mul(ptr<bf16>(h), ptr<uint8_t>(w.gate_up.weight), ptr<float>(w.gate_up.row_scale),
                                            ptr<bf16>(act), t, inter, hidden, stream));
         linear(w.down, act, x.data(), cuda::GemmOut::kF32, t, hidden, inter, true);
@@ -133,8 +144,7 @@ void CudaRunner::Impl::run_mlp(const CudaLayerWeights& w, int t) {
         return;
     }
     const float *a_scale = nullptr, *w_scale = nullptr;   // gate_up's scales, when an FP8 unit-scale product
-    if (w.gate_up.fp8()) {
-        quantize_input(h, t, hidden);
+    if (gate_up_unit) {
         CUDA_CHECK(gemm.run_fp8_unit(ptr<uint8_t>(act_q), ptr<uint8_t>(w.gate_up.weight), ptr<bf16>(gate_up), t,
                                      2 * inter, hidden, stream));
         a_scale = ptr<float>(act_scale);

@@ -285,6 +285,30 @@ TEST_F(Fp8Test, SiluMulFp8EqualsTheUnfusedKernels) {
     }
 }
 
+// rms_norm_fp8 gives, code for code and scale for scale, what rms_norm then quantize_fp8_rows give,
+// at widths in and past rms_norm's registers (4096 floats per row).
+TEST_F(Fp8Test, RmsNormFp8EqualsRmsNormThenQuantize) {
+    const uint32_t seed = fresh_seed();
+    SCOPED_TRACE(seed);
+    std::mt19937 rng(seed);
+    for (auto [rows, dim] : {std::pair{1, 16}, {7, 2048}, {300, 4096}, {5, 5120}, {3, 8192}}) {
+        SCOPED_TRACE(::testing::Message() << "rows " << rows << " dim " << dim);
+        std::vector<float> x = random_floats(rng, size_t{1} * rows * dim, -4.0f, 4.0f);
+        if (rows > 1) x[size_t{1} * dim + 3] = 900.0f;   // one outlier
+        const auto w = to_bf16(random_floats(rng, dim, 0.2f, 2.0f));
+        const size_t count = size_t{1} * rows * dim;
+        DeviceBuffer d_x = upload(x), d_w = upload(w), d_h = poisoned(2 * count), d_q = poisoned(count);
+        DeviceBuffer d_s = poisoned(4 * rows), d_fq = poisoned(count), d_fs = poisoned(4 * rows);
+        ASSERT_EQ(rms_norm(d_x.as<float>(), rows, dim, d_w.as<bf16>(), 1e-5f, d_h.as<bf16>(), nullptr), cudaSuccess);
+        ASSERT_EQ(quantize_fp8_rows(d_h.as<bf16>(), rows, dim, d_q.as<uint8_t>(), d_s.as<float>(), nullptr), cudaSuccess);
+        ASSERT_EQ(rms_norm_fp8(d_x.as<float>(), rows, dim, d_w.as<bf16>(), 1e-5f, d_fq.as<uint8_t>(), d_fs.as<float>(),
+                               nullptr),
+                  cudaSuccess);
+        EXPECT_EQ(download<uint8_t>(d_fq, count), download<uint8_t>(d_q, count));
+        EXPECT_EQ(download<float>(d_fs, rows), download<float>(d_s, rows));
+    }
+}
+
 TEST_F(Fp8Test, ShapesTheKernelsCannotTakeAreRefused) {
     Gemm gemm;
     DeviceBuffer a(64 * 64), w(64 * 64), s(64 * 4), d(64 * 64 * 4), p(64 * 64 * 4);
@@ -322,6 +346,8 @@ TEST_F(Fp8Test, ShapesTheKernelsCannotTakeAreRefused) {
     EXPECT_EQ(silu_mul_fp8(p.as<bf16>() + 1, nullptr, nullptr, 2, 16, w.as<uint8_t>(), s.as<float>(), nullptr),
               cudaErrorInvalidValue);   // alignment
     EXPECT_EQ(silu_mul(p.as<bf16>(), 2, 16, d.as<bf16>(), nullptr, s.as<float>(), nullptr), cudaErrorInvalidValue);
+    EXPECT_EQ(rms_norm_fp8(p.as<float>(), 2, 30, a.as<bf16>(), 1e-5f, w.as<uint8_t>(), s.as<float>(), nullptr),
+              cudaErrorInvalidValue);   // dim % 4
     EXPECT_EQ(quantize_fp8_rows(a.as<bf16>(), 2, 24, w.as<uint8_t>(), s.as<float>(), nullptr), cudaErrorInvalidValue);
 }
 

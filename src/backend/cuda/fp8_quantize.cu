@@ -1,4 +1,5 @@
-// The FP8 GEMM's own kernels around cuBLASLt's unit-scale product: quantize_fp8_rows before it,
+// The FP8 GEMM's own kernels around cuBLASLt's unit-scale product: quantize_fp8_rows (or rms_norm_fp8,
+// the RMSNorm that makes its input) before it,
 // scale_fp8_product after it (where the consumer cannot apply the scales itself), and silu_mul_fp8,
 // which applies gate_up's scales, the SwiGLU gate and down_proj's input quantization in one pass.
 //
@@ -74,6 +75,52 @@ __global__ void __launch_bounds__(kThreads) quantize_fp8_rows_kernel(const bf16*
         out[c] = e4m3x8(v, s);
     }
     kernels::pdl_launch_dependents();
+}
+
+// Four normed values of one row, bf16-rounded as rms_norm writes them.
+__device__ __forceinline__ void normed4(const float4& v, const bf16* w, int c, float inv_rms, float (&y)[4]) {
+    const float2 w01 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(w + 4 * c));
+    const float2 w23 = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(w + 4 * c + 2));
+    y[0] = __bfloat162float(__float2bfloat16_rn(w01.x * (v.x * inv_rms)));
+    y[1] = __bfloat162float(__float2bfloat16_rn(w01.y * (v.y * inv_rms)));
+    y[2] = __bfloat162float(__float2bfloat16_rn(w23.x * (v.z * inv_rms)));
+    y[3] = __bfloat162float(__float2bfloat16_rn(w23.y * (v.w * inv_rms)));
+}
+
+// One block per row: the sum of squares (each thread in rms_norm's order, so the same bits), the
+// normed row's maximum, then the codes; x's row (<= 32 KiB) is read three times, from L1/L2 after the first.
+__global__ void __launch_bounds__(kThreads) rms_norm_fp8_kernel(const float* __restrict__ x, int dim,
+                                                             const bf16* __restrict__ w, float eps,
+                                                             uint8_t* __restrict__ q, float* __restrict__ q_scale) {
+    __shared__ float scratch[32];
+    kernels::pdl_launch_dependents();
+    const int row = blockIdx.x;
+    const float4* xr = reinterpret_cast<const float4*>(x + static_cast<int64_t>(row) * dim);
+    const int n4 = dim / 4;
+    kernels::pdl_wait();
+    float sum_sq = 0.0f;
+    for (int c = threadIdx.x; c < n4; c += kThreads) {
+        const float4 v = xr[c];
+        sum_sq += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
+    }
+    const float inv_rms = 1.0f / sqrtf(kernels::block_sum(sum_sq, scratch) / static_cast<float>(dim) + eps);
+    float amax = 0.0f;
+    for (int c = threadIdx.x; c < n4; c += kThreads) {
+        float y[4];
+        normed4(xr[c], w, c, inv_rms, y);
+#pragma unroll
+        for (int i = 0; i < 4; ++i) amax = fmaxf(amax, fabsf(y[i]));
+    }
+    const float s = row_scale_of(block_max(amax));
+    if (threadIdx.x == 0) q_scale[row] = s;
+    uint32_t* out = reinterpret_cast<uint32_t*>(q + static_cast<int64_t>(row) * dim);
+    for (int c = threadIdx.x; c < n4; c += kThreads) {
+        float y[4];
+        normed4(xr[c], w, c, inv_rms, y);
+        const uint32_t lo = __nv_cvt_float2_to_fp8x2(make_float2(y[0] / s, y[1] / s), __NV_SATFINITE, __NV_E4M3);
+        const uint32_t hi = __nv_cvt_float2_to_fp8x2(make_float2(y[2] / s, y[3] / s), __NV_SATFINITE, __NV_E4M3);
+        out[c] = lo | (hi << 16);
+    }
 }
 
 // Eight SwiGLU outputs of one row, bf16-rounded, from word c of the gate and up halves (scaled first
@@ -184,6 +231,16 @@ cudaError_t silu_mul_fp8(const bf16* gate_up, const float* a_scale, const float*
     }
     return kernels::launch_pdl(silu_mul_fp8_kernel, dim3(num_tokens), dim3(kThreads), 0, stream, gate_up, a_scale,
                                w_scale, intermediate, q, q_scale);
+}
+
+cudaError_t rms_norm_fp8(const float* x, int rows, int dim, const bf16* w, float eps, uint8_t* q, float* q_scale,
+                         cudaStream_t stream) {
+    if (rows == 0) return cudaSuccess;
+    if (rows < 0 || dim <= 0 || dim % 4 != 0 || !kernels::host_aligned16(x) || !kernels::host_aligned(w, 8) ||
+        !kernels::host_aligned(q, 4) || q_scale == nullptr) {
+        return cudaErrorInvalidValue;
+    }
+    return kernels::launch_pdl(rms_norm_fp8_kernel, dim3(rows), dim3(kThreads), 0, stream, x, dim, w, eps, q, q_scale);
 }
 
 cudaError_t quantize_fp8_rows(const bf16* x, int rows, int k, uint8_t* q, float* scale, cudaStream_t stream) {

@@ -134,6 +134,11 @@ cudaError_t fp8_gemv_silu_mul(const bf16* a, const uint8_t* w_gate_up, const flo
 // and q[r, c] = e4m3(x[r, c] / scale[r]) rounded to nearest even, saturated to +-448.
 // x bf16 [rows, k], q [rows, k] bytes (k % 16 == 0, 16-byte aligned x and q).
 cudaError_t quantize_fp8_rows(const bf16* x, int rows, int k, uint8_t* q, float* scale, cudaStream_t stream);
+// rms_norm straight into the FP8 GEMM's input: the bf16 row rms_norm writes, quantized as
+// quantize_fp8_rows does it (code for code, scale for scale), without writing the bf16 row.
+// dim % 4 == 0, x 16-byte, w 8-byte and q 4-byte aligned.
+cudaError_t rms_norm_fp8(const float* x, int rows, int dim, const bf16* w, float eps, uint8_t* q, float* q_scale,
+                         cudaStream_t stream);
 // The FP8 GEMM's epilogue: d[i, j] (+)= p[i, j] * a_scale[i] * w_scale[j] for the unit-scale bf16 product
 // p [m, n] (Gemm::run_fp8_unit); d fp32 (optionally accumulated) or bf16. n % 4 == 0, p 8-byte and
 // w_scale 16-byte aligned.
