@@ -50,6 +50,29 @@ RopeReference reference(const RopeCase& c, const std::vector<float>& qkv, const 
     return ref;
 }
 
+// The op's parameters for case c over device buffers (the bias and the norms where c has them).
+QkvRopeParams rope_params(const RopeCase& c, const DeviceBuffer& qkv, const DeviceBuffer& bias, const DeviceBuffer& q_norm,
+                          const DeviceBuffer& k_norm, const DeviceBuffer& positions, const DeviceBuffer& inv_freq,
+                          const DeviceBuffer& slots, DeviceBuffer& q, DeviceBuffer& k_cache, DeviceBuffer& v_cache) {
+    QkvRopeParams p{};
+    p.qkv = qkv.as<bf16>();
+    p.bias = c.bias ? bias.as<bf16>() : nullptr;
+    p.q_norm = c.qk_norm ? q_norm.as<bf16>() : nullptr;
+    p.k_norm = c.qk_norm ? k_norm.as<bf16>() : nullptr;
+    p.norm_eps = 1e-6f;
+    p.positions = positions.as<int32_t>();
+    p.inv_freq = inv_freq.as<float>();
+    p.slot_mapping = slots.as<int32_t>();
+    p.num_tokens = c.num_tokens;
+    p.num_heads = c.num_heads;
+    p.num_kv_heads = c.num_kv_heads;
+    p.head_dim = c.head_dim;
+    p.q_out = q.as<bf16>();
+    p.k_cache = k_cache.data();
+    p.v_cache = v_cache.data();
+    return p;
+}
+
 class QkvRopeTest : public CudaTest {};
 
 TEST_F(QkvRopeTest, MatchesCpuAndWritesOnlyMappedSlots) {
@@ -89,22 +112,7 @@ TEST_F(QkvRopeTest, MatchesCpuAndWritesOnlyMappedSlots) {
         DeviceBuffer d_qkv = upload(qkv_bits), d_bias = upload(bias), d_qn = upload(q_norm), d_kn = upload(k_norm);
         DeviceBuffer d_pos = upload(positions), d_freq = upload(inv_freq), d_slots = upload(slots);
         DeviceBuffer d_q = poisoned(ref.q.size() * 2), d_k = poisoned(cache_elems * 2), d_v = poisoned(cache_elems * 2);
-        QkvRopeParams p{};
-        p.qkv = d_qkv.as<bf16>();
-        p.bias = c.bias ? d_bias.as<bf16>() : nullptr;
-        p.q_norm = c.qk_norm ? d_qn.as<bf16>() : nullptr;
-        p.k_norm = c.qk_norm ? d_kn.as<bf16>() : nullptr;
-        p.norm_eps = 1e-6f;
-        p.positions = d_pos.as<int32_t>();
-        p.inv_freq = d_freq.as<float>();
-        p.slot_mapping = d_slots.as<int32_t>();
-        p.num_tokens = c.num_tokens;
-        p.num_heads = c.num_heads;
-        p.num_kv_heads = c.num_kv_heads;
-        p.head_dim = d;
-        p.q_out = d_q.as<bf16>();
-        p.k_cache = d_k.as<bf16>();
-        p.v_cache = d_v.as<bf16>();
+        const QkvRopeParams p = rope_params(c, d_qkv, d_bias, d_qn, d_kn, d_pos, d_freq, d_slots, d_q, d_k, d_v);
         ASSERT_EQ(qkv_rope_kv_write(p, nullptr), cudaSuccess);
 
         const auto q_out = from_bf16(download<uint16_t>(d_q, ref.q.size()));
@@ -171,21 +179,8 @@ TEST_F(QkvRopeTest, ScalesOfAnFp8ProductAreAppliedAsScaleFp8ProductDoes) {
         std::vector<uint8_t> outputs[2][3];
         for (int fused = 0; fused < 2; ++fused) {
             DeviceBuffer d_q = poisoned(q_elems * 2), d_k = poisoned(cache_bytes), d_v = poisoned(cache_bytes);
-            QkvRopeParams p{};
-            p.qkv = fused ? d_product.as<bf16>() : d_scaled.as<bf16>();
-            p.bias = d_bias.as<bf16>();
-            p.q_norm = p.k_norm = d_norm.as<bf16>();
-            p.norm_eps = 1e-6f;
-            p.positions = d_pos.as<int32_t>();
-            p.inv_freq = d_freq.as<float>();
-            p.slot_mapping = d_slots.as<int32_t>();
-            p.num_tokens = c.num_tokens;
-            p.num_heads = c.num_heads;
-            p.num_kv_heads = c.num_kv_heads;
-            p.head_dim = d;
-            p.q_out = d_q.as<bf16>();
-            p.k_cache = d_k.data();
-            p.v_cache = d_v.data();
+            QkvRopeParams p = rope_params(c, fused ? d_product : d_scaled, d_bias, d_norm, d_norm, d_pos, d_freq, d_slots,
+                                          d_q, d_k, d_v);
             p.kv_fp8 = kv_fp8;
             p.k_scale = 0.05f;
             p.v_scale = 0.02f;

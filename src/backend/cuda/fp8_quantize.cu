@@ -38,42 +38,53 @@ __device__ __forceinline__ float block_max(float amax) {
     return result;
 }
 
-// E4M3 codes of v[0..8) / s, saturated.
-__device__ __forceinline__ uint2 e4m3x8(const float (&v)[8], float s) {
-    uint32_t packed[2];
+__device__ __forceinline__ float row_scale_of(float amax) { return fmaxf(amax / kFp8Max, kMinScale); }
+
+// E4M3 codes of v[0..kN) / s, saturated, kN = 4 or 8, stored as group c of the row q.
+template <int kN>
+__device__ __forceinline__ void store_codes(uint8_t* q, int c, const float (&v)[kN], float s) {
+    uint32_t packed[kN / 4];
 #pragma unroll
-    for (int p = 0; p < 2; ++p) {
+    for (int p = 0; p < kN / 4; ++p) {
         const float2 lo = make_float2(v[4 * p] / s, v[4 * p + 1] / s), hi = make_float2(v[4 * p + 2] / s, v[4 * p + 3] / s);
         const uint32_t a = __nv_cvt_float2_to_fp8x2(lo, __NV_SATFINITE, __NV_E4M3);
         const uint32_t b = __nv_cvt_float2_to_fp8x2(hi, __NV_SATFINITE, __NV_E4M3);
         packed[p] = a | (b << 16);
     }
-    return make_uint2(packed[0], packed[1]);
+    if constexpr (kN == 8) {
+        reinterpret_cast<uint2*>(q)[c] = make_uint2(packed[0], packed[1]);
+    } else {
+        reinterpret_cast<uint32_t*>(q)[c] = packed[0];
+    }
 }
 
-__device__ __forceinline__ float row_scale_of(float amax) { return fmaxf(amax / kFp8Max, kMinScale); }
+// The block's row of `groups` groups of kN values, each made by values(c, v) (twice: once for the
+// row's maximum, once for its codes), quantized per token into q with its scale in *scale.
+template <int kN, typename Values>
+__device__ __forceinline__ void quantize_row(const Values& values, int groups, uint8_t* q, float* scale) {
+    float amax = 0.0f;
+    for (int c = threadIdx.x; c < groups; c += kThreads) {
+        float v[kN];
+        values(c, v);
+#pragma unroll
+        for (int i = 0; i < kN; ++i) amax = fmaxf(amax, fabsf(v[i]));
+    }
+    const float s = row_scale_of(block_max(amax));   // its __syncthreads: every read before it is done
+    if (threadIdx.x == 0) *scale = s;
+    for (int c = threadIdx.x; c < groups; c += kThreads) {
+        float v[kN];
+        values(c, v);
+        store_codes<kN>(q, c, v, s);
+    }
+}
 
 __global__ void __launch_bounds__(kThreads) quantize_fp8_rows_kernel(const bf16* __restrict__ x, int k,
                                                                   uint8_t* __restrict__ q, float* __restrict__ scale) {
     const int row = blockIdx.x;
     const Bf16x8* in = reinterpret_cast<const Bf16x8*>(x + static_cast<int64_t>(row) * k);
-    const int words = k / 8;
     kernels::pdl_wait();
-    float amax = 0.0f;
-    for (int c = threadIdx.x; c < words; c += kThreads) {
-        float v[8];
-        kernels::bf16x8_to_float(in[c], v);
-#pragma unroll
-        for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(v[i]));
-    }
-    const float s = row_scale_of(block_max(amax));
-    if (threadIdx.x == 0) scale[row] = s;
-    uint2* out = reinterpret_cast<uint2*>(q + static_cast<int64_t>(row) * k);
-    for (int c = threadIdx.x; c < words; c += kThreads) {
-        float v[8];
-        kernels::bf16x8_to_float(in[c], v);
-        out[c] = e4m3x8(v, s);
-    }
+    quantize_row<8>([&](int c, float (&v)[8]) { kernels::bf16x8_to_float(in[c], v); }, k / 8,
+                    q + static_cast<int64_t>(row) * k, scale + row);
     kernels::pdl_launch_dependents();
 }
 
@@ -104,23 +115,8 @@ __global__ void __launch_bounds__(kThreads) rms_norm_fp8_kernel(const float* __r
         sum_sq += v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
     }
     const float inv_rms = 1.0f / sqrtf(kernels::block_sum(sum_sq, scratch) / static_cast<float>(dim) + eps);
-    float amax = 0.0f;
-    for (int c = threadIdx.x; c < n4; c += kThreads) {
-        float y[4];
-        normed4(xr[c], w, c, inv_rms, y);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) amax = fmaxf(amax, fabsf(y[i]));
-    }
-    const float s = row_scale_of(block_max(amax));
-    if (threadIdx.x == 0) q_scale[row] = s;
-    uint32_t* out = reinterpret_cast<uint32_t*>(q + static_cast<int64_t>(row) * dim);
-    for (int c = threadIdx.x; c < n4; c += kThreads) {
-        float y[4];
-        normed4(xr[c], w, c, inv_rms, y);
-        const uint32_t lo = __nv_cvt_float2_to_fp8x2(make_float2(y[0] / s, y[1] / s), __NV_SATFINITE, __NV_E4M3);
-        const uint32_t hi = __nv_cvt_float2_to_fp8x2(make_float2(y[2] / s, y[3] / s), __NV_SATFINITE, __NV_E4M3);
-        out[c] = lo | (hi << 16);
-    }
+    quantize_row<4>([&](int c, float (&y)[4]) { normed4(xr[c], w, c, inv_rms, y); }, n4,
+                    q + static_cast<int64_t>(row) * dim, q_scale + row);
 }
 
 // Eight SwiGLU outputs of one row, bf16-rounded, from word c of the gate and up halves (scaled first
@@ -157,21 +153,8 @@ __global__ void __launch_bounds__(kThreads) silu_mul_fp8_kernel(const bf16* __re
     const int words = intermediate / 8;
     kernels::pdl_wait();
     const float as = a_scale != nullptr ? a_scale[row] : 1.0f;
-    float amax = 0.0f;
-    for (int c = threadIdx.x; c < words; c += kThreads) {
-        float y[8];
-        swiglu8(gate, up, as, w_scale, c, intermediate, y);
-#pragma unroll
-        for (int i = 0; i < 8; ++i) amax = fmaxf(amax, fabsf(y[i]));
-    }
-    const float s = row_scale_of(block_max(amax));   // its __syncthreads: every a_scale[row] read is done
-    if (threadIdx.x == 0) q_scale[row] = s;
-    uint2* out = reinterpret_cast<uint2*>(q + static_cast<int64_t>(row) * intermediate);
-    for (int c = threadIdx.x; c < words; c += kThreads) {
-        float y[8];
-        swiglu8(gate, up, as, w_scale, c, intermediate, y);
-        out[c] = e4m3x8(y, s);
-    }
+    quantize_row<8>([&](int c, float (&y)[8]) { swiglu8(gate, up, as, w_scale, c, intermediate, y); }, words,
+                    q + static_cast<int64_t>(row) * intermediate, q_scale + row);
     kernels::pdl_launch_dependents();
 }
 
