@@ -14,7 +14,7 @@ constexpr int kThreads = 256;
 // scale_fp8_product to bf16 rounds it).
 __device__ __forceinline__ float gate_up_value(const bf16* row, int c, float as, const float* w_scale) {
     const float v = __bfloat162float(row[c]);
-    return w_scale == nullptr ? v : __bfloat162float(__float2bfloat16_rn(v * as * w_scale[c]));
+    return w_scale == nullptr ? v : kernels::scaled_fp8_product(v, as, w_scale[c]);
 }
 
 // grid (ceil(intermediate / (8 * kThreads)), num_tokens) for vec, else (ceil(intermediate / kThreads), T).

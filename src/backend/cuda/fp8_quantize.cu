@@ -134,8 +134,8 @@ __device__ __forceinline__ void swiglu8(const Bf16x8* gate, const Bf16x8* up, fl
         const float su[8] = {u0.x, u0.y, u0.z, u0.w, u1.x, u1.y, u1.z, u1.w};
 #pragma unroll
         for (int i = 0; i < 8; ++i) {
-            g[i] = __bfloat162float(__float2bfloat16_rn(g[i] * as * sg[i]));
-            u[i] = __bfloat162float(__float2bfloat16_rn(u[i] * as * su[i]));
+            g[i] = kernels::scaled_fp8_product(g[i], as, sg[i]);
+            u[i] = kernels::scaled_fp8_product(u[i], as, su[i]);
         }
     }
 #pragma unroll

@@ -30,7 +30,7 @@ __device__ __forceinline__ float2 load_qkv(const QkvRopeParams& p, const bf16* r
     if (p.row_scale != nullptr) {
         const float rs = p.row_scale[t];
         const float2 cs = *reinterpret_cast<const float2*>(p.col_scale + col);
-        v = __bfloat1622float2(__floats2bfloat162_rn(v.x * rs * cs.x, v.y * rs * cs.y));
+        v = make_float2(kernels::scaled_fp8_product(v.x, rs, cs.x), kernels::scaled_fp8_product(v.y, rs, cs.y));
     }
     if (p.bias != nullptr) {
         const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p.bias + col));
