@@ -207,7 +207,7 @@ cudaError_t scale_fp8_product(const bf16* p, const float* a_scale, const float* 
 cudaError_t silu_mul_fp8(const bf16* gate_up, const float* a_scale, const float* w_scale, int num_tokens,
                          int intermediate, uint8_t* q, float* q_scale, cudaStream_t stream) {
     if (num_tokens == 0) return cudaSuccess;
-    if (num_tokens < 0 || intermediate <= 0 || intermediate % 8 != 0 || (a_scale == nullptr) != (w_scale == nullptr) ||
+    if (num_tokens < 0 || intermediate <= 0 || intermediate % 16 != 0 || (a_scale == nullptr) != (w_scale == nullptr) ||
         !kernels::host_aligned16(gate_up) || !kernels::host_aligned16(q) || !kernels::host_aligned16(w_scale) ||
         q_scale == nullptr) {
         return cudaErrorInvalidValue;

@@ -149,7 +149,7 @@ cudaError_t scale_fp8_product(const bf16* p, const float* a_scale, const float* 
 // unit-scale product of the FP8 gate_up projection; without scales, a_scale and w_scale null, g and u
 // are gate_up's values), then quantized per row as quantize_fp8_rows does: q [T, I] bytes and
 // q_scale [T]. Equal, code for code, to scale_fp8_product to bf16, silu_mul and quantize_fp8_rows; the
-// bf16 rows in between are never written. I % 8 == 0, gate_up and q 16-byte aligned. q_scale may be
+// bf16 rows in between are never written. I % 16 == 0 (as quantize_fp8_rows), gate_up and q 16-byte aligned. q_scale may be
 // a_scale (each row reads its own scale before writing it).
 cudaError_t silu_mul_fp8(const bf16* gate_up, const float* a_scale, const float* w_scale, int num_tokens,
                          int intermediate, uint8_t* q, float* q_scale, cudaStream_t stream);
