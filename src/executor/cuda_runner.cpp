@@ -33,10 +33,8 @@ Status CudaRunner::Impl::allocate() {
         const size_t widest = static_cast<size_t>(std::max<int64_t>({cfg.hidden_size, q_width, cfg.intermediate_size}));
         HICHAT_RETURN_IF_ERROR(alloc(act_q, t * widest));
         HICHAT_RETURN_IF_ERROR(alloc(act_scale, t * 4));
-        if (config.max_num_tokens_per_step > kFp8GemvTokens) {
-            fp8_rows = fp8_scratch_rows(cfg, config.max_num_tokens_per_step);
-            HICHAT_RETURN_IF_ERROR(alloc(fp8_scratch, static_cast<size_t>(fp8_rows) * widest_linear(cfg) * 4));
-        }
+        if (config.max_num_tokens_per_step > kFp8GemvTokens)
+            HICHAT_RETURN_IF_ERROR(alloc(fp8_product, t * cfg.hidden_size * 2));
     }
     HICHAT_RETURN_IF_ERROR(alloc(rows, static_cast<size_t>(max_logit_rows) * cfg.hidden_size * 4));
     HICHAT_RETURN_IF_ERROR(alloc(row_norm, static_cast<size_t>(max_logit_rows) * cfg.hidden_size * 2));
@@ -287,12 +285,11 @@ Result<std::unique_ptr<CudaRunner>> CudaRunner::create(const model::Checkpoint& 
     // dequantized to bf16.
     cuda::Gemm probe;
     const int max_tokens = c.max_num_tokens_per_step;
-    const int gemm_rows = std::min(max_tokens, fp8_scratch_rows(checkpoint.config(), max_tokens));
     auto weights = CudaWeights::upload(checkpoint, [&](int64_t n, int64_t k) {
         if (k % 64 != 0) return false;
         if (max_tokens <= kFp8GemvTokens) return true;
         return probe.fp8_supported(kFp8GemvTokens + 1, static_cast<int>(n), static_cast<int>(k)) &&
-               probe.fp8_supported(gemm_rows, static_cast<int>(n), static_cast<int>(k));
+               probe.fp8_supported(max_tokens, static_cast<int>(n), static_cast<int>(k));
     }, c.num_streamed_layers, c.num_cpu_layers);
     if (!weights.ok()) return weights.status();
     if (c.num_cpu_layers > 0) c.host_kv_cache_bytes = 0;   // a block's KV would be in two places

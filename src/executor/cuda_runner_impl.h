@@ -81,20 +81,9 @@ struct GraphKey {
 constexpr int kMinGraphKvLen = 256;
 
 // FP8 GEMM: steps of up to kFp8GemvTokens tokens go to the FP8 GEMV; longer ones to cuBLASLt's
-// unit-scale product, taken in chunks of fp8_scratch_rows() rows into an fp32 scratch of at most
-// kFp8ScratchBytes.
+// unit-scale product (bf16), whose scales the next kernel applies: qkv_rope_kv_write, silu_mul(_fp8),
+// or for o_proj and down_proj scale_fp8_product adding the product from fp8_product to x.
 constexpr int kFp8GemvTokens = 8;
-constexpr size_t kFp8ScratchBytes = size_t{256} << 20;
-
-inline int64_t widest_linear(const model::ModelConfig& cfg) {
-    const int64_t q = int64_t{cfg.num_heads} * cfg.head_dim, kv = int64_t{cfg.num_kv_heads} * cfg.head_dim;
-    return std::max<int64_t>({cfg.hidden_size, q + 2 * kv, 2 * int64_t{cfg.intermediate_size}});
-}
-
-inline int fp8_scratch_rows(const model::ModelConfig& cfg, int max_tokens) {
-    const int64_t fit = static_cast<int64_t>(kFp8ScratchBytes / 4) / widest_linear(cfg);
-    return static_cast<int>(std::clamp<int64_t>(fit / 16 * 16, 16, std::max(max_tokens, 16)));
-}
 
 // Batch sizes that have decode graphs: 1, 2, 4, 8, then every 8 up to 256, then every 32.
 inline int graph_batch_bucket(int n) {
@@ -139,8 +128,7 @@ struct CudaRunner::Impl {
         sample_workspace, logprobs,   // logprobs: [max tokens per step] cuda::RowLogprobsOut
         masks,                        // a masked step's [max_logit_rows] mask_of_row, then its masks
         act_q, act_scale,             // FP8 weights only: a step's quantized GEMM input and its row scales,
-        fp8_scratch;                  // and the unit-scale product of fp8_rows rows (fp32)
-    int fp8_rows = 0;
+        fp8_product;                  // and [max tokens, hidden] bf16 for the unit-scale products of fp8_linear
     size_t attn_workspace_bytes = 0;
     cuda::PinnedBuffer host_logits;
     cuda::PinnedBuffer host_kv;   // [num_host_blocks][layers][2][block_size * kv_width] as the pool
@@ -222,6 +210,12 @@ struct CudaRunner::Impl {
     void run_layer(int layer, const CudaLayerWeights& w, const cuda::AttentionMetadata& m, int num_tokens);
     // Streamed layer i's weights (its pinned blob) into its stage on weight_stream, once the stage is free.
     void enqueue_weight_copy(int i, bool wait_freed);
+    void norm(const TensorView& weight, int num_tokens, bool fp8_input);
+    void run_mlp(const CudaLayerWeights& w, int num_tokens);
+    // Whether an FP8 linear layer of t tokens takes the FP8 GEMM (cuBLASLt) rather than the FP8 GEMV.
+    bool fp8_gemm(const CudaLinear& w, const cuda::DeviceBuffer& in, const void* out, int t, int k) const;
+    void quantize_input(const cuda::DeviceBuffer& in, int t, int k);   // into act_q / act_scale
+    void fp8_linear(const CudaLinear& w, void* out, cuda::GemmOut type, int t, int n, int k, bool accumulate);
     void linear(const CudaLinear& w, const cuda::DeviceBuffer& in, void* out, cuda::GemmOut type, int t, int n, int k,
                 bool accumulate);
     void enqueue_decode_graph(const GraphKey& key, const cuda::AttentionMetadata& m, const ForwardBatch& batch);

@@ -67,9 +67,15 @@ void CudaRunner::Impl::run_cpu_layers(const ForwardBatch& batch, int num_tokens)
 }
 
 void CudaRunner::Impl::run_layer(int layer, const CudaLayerWeights& w, const cuda::AttentionMetadata& m, int t) {
-    const int hidden = cfg.hidden_size, inter = cfg.intermediate_size;
-    CUDA_CHECK(cuda::rms_norm(ptr<float>(x), t, hidden, ptr<bf16>(w.attn_norm), cfg.rms_norm_eps, ptr<bf16>(h), stream));
-    linear(w.qkv, h, qkv.data(), cuda::GemmOut::kBf16, t, static_cast<int>(qkv_width), hidden, false);
+    const int hidden = cfg.hidden_size;
+    const bool qkv_unit = fp8_gemm(w.qkv, h, qkv.data(), t, hidden);   // qkv_rope_kv_write applies the scales
+    norm(w.attn_norm, t, qkv_unit);
+    if (qkv_unit) {
+        CUDA_CHECK(gemm.run_fp8_unit(ptr<uint8_t>(act_q), ptr<uint8_t>(w.qkv.weight), ptr<bf16>(qkv), t,
+                                     static_cast<int>(qkv_width), hidden, stream));
+    } else {
+        linear(w.qkv, h, qkv.data(), cuda::GemmOut::kBf16, t, static_cast<int>(qkv_width), hidden, false);
+    }
     cuda::QkvRopeParams p{.qkv = ptr<bf16>(qkv),
                           .bias = w.qkv_bias.empty() ? nullptr : ptr<bf16>(w.qkv_bias),
                           .q_norm = w.q_norm.empty() ? nullptr : ptr<bf16>(w.q_norm),
@@ -87,7 +93,9 @@ void CudaRunner::Impl::run_layer(int layer, const CudaLayerWeights& w, const cud
                           .v_cache = v_cache(layer),
                           .kv_fp8 = config.kv_fp8,
                           .k_scale = kv_scales[static_cast<size_t>(layer)].first,
-                          .v_scale = kv_scales[static_cast<size_t>(layer)].second};
+                          .v_scale = kv_scales[static_cast<size_t>(layer)].second,
+                          .row_scale = qkv_unit ? ptr<float>(act_scale) : nullptr,
+                          .col_scale = qkv_unit ? ptr<float>(w.qkv.row_scale) : nullptr};
     CUDA_CHECK(cuda::qkv_rope_kv_write(p, stream));
     const float scale = 1.0f / std::sqrt(static_cast<float>(cfg.head_dim));
     if (config.kv_fp8) {
@@ -103,19 +111,63 @@ void CudaRunner::Impl::run_layer(int layer, const CudaLayerWeights& w, const cud
                                          attn_workspace.data(), attn_workspace_bytes, stream));
     }
     linear(w.o_proj, attn, x.data(), cuda::GemmOut::kF32, t, hidden, static_cast<int>(q_width), true);
-    CUDA_CHECK(cuda::rms_norm(ptr<float>(x), t, hidden, ptr<bf16>(w.ffn_norm), cfg.rms_norm_eps, ptr<bf16>(h), stream));
-    if (w.gate_up.fp8() && t <= kFp8GemvTokens && cuda::fp8_gemv_applies(h.data(), w.gate_up.weight.data(), act.data(), t, hidden)) {
-        // SwiGLU in the FP8 GEMV
+    run_mlp(w, t);
+}
+
+// rms_norm of x into h, or (fp8_input) straight into the FP8 GEMM's input act_q / act_scale.
+void CudaRunner::Impl::norm(const TensorView& weight, int t, bool fp8_input) {
+    if (fp8_input) {
+        CUDA_CHECK(cuda::rms_norm_fp8(ptr<float>(x), t, cfg.hidden_size, ptr<bf16>(weight), cfg.rms_norm_eps,
+                                      ptr<uint8_t>(act_q), ptr<float>(act_scale), stream));
+    } else {
+        CUDA_CHECK(cuda::rms_norm(ptr<float>(x), t, cfg.hidden_size, ptr<bf16>(weight), cfg.rms_norm_eps, ptr<bf16>(h),
+                                  stream));
+    }
+}
+
+// x += down(SwiGLU(gate_up(rms_norm(x)))). Few tokens: the SwiGLU in the gate/up GEMV. Else the gate/up
+// projection into gate_up (an FP8 one's unit-scale product, whose scales the SwiGLU applies as it
+// reads it), then the SwiGLU: straight into the FP8 input of an FP8 down projection, else to act.
+void CudaRunner::Impl::run_mlp(const CudaLayerWeights& w, int t) {
+    const int hidden = cfg.hidden_size, inter = cfg.intermediate_size;
+    const bool gate_up_unit = fp8_gemm(w.gate_up, h, act.data(), t, hidden);
+    norm(w.ffn_norm, t, gate_up_unit);
+    if (w.gate_up.fp8() && !gate_up_unit) {
         CUDA_CHECK(cuda::fp8_gemv_silu_mul(ptr<bf16>(h), ptr<uint8_t>(w.gate_up.weight), ptr<float>(w.gate_up.row_scale),
                                            ptr<bf16>(act), t, inter, hidden, stream));
-    } else if (t == 1 && !w.gate_up.fp8() && cuda::gemv_applies(h.data(), w.gate_up.weight.data(), act.data(), 1, hidden)) {
-        // SwiGLU in the GEMV
+        linear(w.down, act, x.data(), cuda::GemmOut::kF32, t, hidden, inter, true);
+        return;
+    }
+    if (t == 1 && !w.gate_up.fp8() && cuda::gemv_applies(h.data(), w.gate_up.weight.data(), act.data(), 1, hidden)) {
         CUDA_CHECK(cuda::gemv_silu_mul(ptr<bf16>(h), ptr<bf16>(w.gate_up.weight), ptr<bf16>(act), inter, hidden, stream));
+        linear(w.down, act, x.data(), cuda::GemmOut::kF32, t, hidden, inter, true);
+        return;
+    }
+    const float *a_scale = nullptr, *w_scale = nullptr;   // gate_up's scales, when an FP8 unit-scale product
+    if (gate_up_unit) {
+        CUDA_CHECK(gemm.run_fp8_unit(ptr<uint8_t>(act_q), ptr<uint8_t>(w.gate_up.weight), ptr<bf16>(gate_up), t,
+                                     2 * inter, hidden, stream));
+        a_scale = ptr<float>(act_scale);
+        w_scale = ptr<float>(w.gate_up.row_scale);
     } else {
         linear(w.gate_up, h, gate_up.data(), cuda::GemmOut::kBf16, t, 2 * inter, hidden, false);
-        CUDA_CHECK(cuda::silu_mul(ptr<bf16>(gate_up), t, inter, ptr<bf16>(act), stream));
     }
+    if (fp8_gemm(w.down, act, x.data(), t, inter)) {
+        CUDA_CHECK(cuda::silu_mul_fp8(ptr<bf16>(gate_up), a_scale, w_scale, t, inter, ptr<uint8_t>(act_q),
+                                      ptr<float>(act_scale), stream));
+        fp8_linear(w.down, x.data(), cuda::GemmOut::kF32, t, hidden, inter, true);
+        return;
+    }
+    CUDA_CHECK(cuda::silu_mul(ptr<bf16>(gate_up), t, inter, ptr<bf16>(act), stream, a_scale, w_scale));
     linear(w.down, act, x.data(), cuda::GemmOut::kF32, t, hidden, inter, true);
+}
+
+bool CudaRunner::Impl::fp8_gemm(const CudaLinear& w, const cuda::DeviceBuffer& in, const void* out, int t, int k) const {
+    return w.fp8() && !(t <= kFp8GemvTokens && cuda::fp8_gemv_applies(in.data(), w.weight.data(), out, t, k));
+}
+
+void CudaRunner::Impl::quantize_input(const cuda::DeviceBuffer& in, int t, int k) {
+    CUDA_CHECK(cuda::quantize_fp8_rows(ptr<bf16>(in), t, k, ptr<uint8_t>(act_q), ptr<float>(act_scale), stream));
 }
 
 // out (+)= in W^T for t tokens. A bf16 weight goes to the Gemm (its GEMV at one token); an FP8 one
@@ -127,15 +179,22 @@ void CudaRunner::Impl::linear(const CudaLinear& w, const cuda::DeviceBuffer& in,
         CUDA_CHECK(gemm.run(ptr<bf16>(in), ptr<bf16>(w.weight), out, type, t, n, k, accumulate, stream));
         return;
     }
-    const float* w_scale = ptr<float>(w.row_scale);
-    if (t <= kFp8GemvTokens && cuda::fp8_gemv_applies(in.data(), w.weight.data(), out, t, k)) {
-        CUDA_CHECK(cuda::fp8_gemv(ptr<bf16>(in), ptr<uint8_t>(w.weight), w_scale, out, type == cuda::GemmOut::kF32, t, n,
-                                  k, accumulate, stream));
+    if (!fp8_gemm(w, in, out, t, k)) {
+        CUDA_CHECK(cuda::fp8_gemv(ptr<bf16>(in), ptr<uint8_t>(w.weight), ptr<float>(w.row_scale), out,
+                                  type == cuda::GemmOut::kF32, t, n, k, accumulate, stream));
         return;
     }
-    CUDA_CHECK(cuda::quantize_fp8_rows(ptr<bf16>(in), t, k, ptr<uint8_t>(act_q), ptr<float>(act_scale), stream));
-    CUDA_CHECK(gemm.run_fp8(ptr<uint8_t>(act_q), ptr<float>(act_scale), ptr<uint8_t>(w.weight), w_scale, out, type, t,
-                            n, k, accumulate, ptr<float>(fp8_scratch), fp8_rows, stream));
+    quantize_input(in, t, k);
+    fp8_linear(w, out, type, t, n, k, accumulate);
+}
+
+// out (+)= the FP8 product of act_q / act_scale (the input, quantized) and w, through the unit-scale
+// product in fp8_product (in chunks of rows where n is wider than hidden_size).
+void CudaRunner::Impl::fp8_linear(const CudaLinear& w, void* out, cuda::GemmOut type, int t, int n, int k,
+                                  bool accumulate) {
+    const int rows = static_cast<int>(std::min<size_t>(fp8_product.num_bytes() / 2 / static_cast<size_t>(n), t));
+    CUDA_CHECK(gemm.run_fp8(ptr<uint8_t>(act_q), ptr<float>(act_scale), ptr<uint8_t>(w.weight), ptr<float>(w.row_scale),
+                            out, type, t, n, k, accumulate, ptr<bf16>(fp8_product), std::max(rows, 1), stream));
 }
 
 void CudaRunner::Impl::enqueue_lm_head(int begin, int n) {

@@ -346,45 +346,57 @@ void bench_sampling(std::mt19937& rng) {
                  4.0 * rows * vocab);
 }
 
-// FP8 against bf16 on the 8B's shapes (q|k|v, o, gate|up, down): microseconds per product at each m.
-// m <= 8: fp8_gemv (fp8_gemv_silu_mul for gate|up) vs Gemm::run (the bf16 gemv at m = 1, cuBLASLt
-// above); m > 8: quantize_fp8_rows + Gemm::run_fp8 (scratch of 2048 rows) vs Gemm::run (bf16 out).
+// FP8 against bf16 on the 8B's shapes (q|k|v, o, gate|up, down) as the engine runs them: microseconds
+// per product at each m. m <= 8: fp8_gemv (fp8_gemv_silu_mul for gate|up) vs Gemm::run (the bf16 gemv
+// at m = 1, cuBLASLt above). m > 8, FP8: quantize_fp8_rows and the unit-scale product (qkv: its scales
+// go to the RoPE kernel, not timed here), then for o and down scale_fp8_product adding to fp32, and for
+// gate|up silu_mul_fp8 (down's input quantization; down itself then starts from codes); bf16: Gemm::run,
+// with silu_mul after gate|up. o and down accumulate into fp32 on both sides.
 void bench_fp8(std::mt19937& rng) {
     Gemm gemm;
     struct Shape { int n, k; const char* name; };
     const Shape shapes[] = {{6144, 4096, "qkv"}, {4096, 4096, "o"}, {28672, 4096, "gate_up"}, {4096, 14336, "down"}};
     std::vector<uint8_t> codes(size_t{1} << 22);
     for (uint8_t& c : codes) do c = static_cast<uint8_t>(rng() & 0xffu); while ((c & 0x7fu) >= 0x78u);  // |v| < 256
-    const int scratch_rows = 2048;
-    DeviceBuffer scratch(size_t{4} * scratch_rows * 28672);
-    for (int m : {1, 2, 4, 8, 16, 64, 128, 256, 1024, 4096}) {
+    for (int m : {1, 2, 4, 8, 16, 64, 128, 256, 1024, 2048, 4096}) {
         double bf16_sum = 0.0, fp8_sum = 0.0;
         for (const Shape s : shapes) {
-            if (m > 8 && !gemm.fp8_supported(std::min(m, scratch_rows), s.n, s.k)) {
+            if (m > 8 && !gemm.fp8_supported(m, s.n, s.k)) {
                 std::printf("fp8 m=%-5d %-8s no cuBLASLt FP8 algorithm\n", m, s.name);
                 continue;
             }
+            const bool gate_up = s.n == 28672, residual = s.n == 4096;   // o and down add to the fp32 residual
             DeviceBuffer a = random_buffer(size_t{1} * m * s.k, false, rng), wb = random_buffer(size_t{1} * s.n * s.k, false, rng);
             DeviceBuffer w8(size_t{1} * s.n * s.k);
             for (size_t done = 0; done < w8.num_bytes(); done += codes.size()) {
                 CUDA_CHECK(cudaMemcpy(w8.as<char>() + done, codes.data(), std::min(codes.size(), w8.num_bytes() - done),
                                       cudaMemcpyHostToDevice));
             }
-            DeviceBuffer w_scale = upload(std::vector<float>(s.n, 0.01f)), d(size_t{1} * m * s.n * 2);
-            DeviceBuffer a8(size_t{1} * m * s.k), a_scale(size_t{4} * m);
+            DeviceBuffer w_scale = upload(std::vector<float>(s.n, 0.01f)), d(size_t{1} * m * s.n * 4);
+            DeviceBuffer a8(size_t{1} * m * s.k), a_scale(size_t{4} * m), product(size_t{1} * m * s.n * 2);
+            DeviceBuffer act(size_t{1} * m * s.n);
+            const GemmOut out = residual ? GemmOut::kF32 : GemmOut::kBf16;
             const double bf16_ms = time_ms([&] {
-                return gemm.run(a.as<bf16>(), wb.as<bf16>(), d.data(), GemmOut::kBf16, m, s.n, s.k, false, nullptr);
+                const cudaError_t e = gemm.run(a.as<bf16>(), wb.as<bf16>(), d.data(), out, m, s.n, s.k, residual, nullptr);
+                if (e != cudaSuccess || !gate_up || m <= 8) return e;
+                return silu_mul(d.as<bf16>(), m, s.n / 2, act.as<bf16>(), nullptr);
             });
             const double fp8_ms = time_ms([&] {
-                if (m <= 8 && s.n == 28672)   // gate|up: the fused SwiGLU instance the engine runs
+                if (m <= 8 && gate_up)   // the fused SwiGLU instance the engine runs
                     return fp8_gemv_silu_mul(a.as<bf16>(), w8.as<uint8_t>(), w_scale.as<float>(), d.as<bf16>(), m,
                                              s.n / 2, s.k, nullptr);
-                if (m <= 8) return fp8_gemv(a.as<bf16>(), w8.as<uint8_t>(), w_scale.as<float>(), d.data(), false, m, s.n,
-                                            s.k, false, nullptr);
-                const cudaError_t e = quantize_fp8_rows(a.as<bf16>(), m, s.k, a8.as<uint8_t>(), a_scale.as<float>(), nullptr);
+                if (m <= 8) return fp8_gemv(a.as<bf16>(), w8.as<uint8_t>(), w_scale.as<float>(), d.data(), residual, m,
+                                            s.n, s.k, residual, nullptr);
+                cudaError_t e = quantize_fp8_rows(a.as<bf16>(), m, s.k, a8.as<uint8_t>(), a_scale.as<float>(), nullptr);
                 if (e != cudaSuccess) return e;
-                return gemm.run_fp8(a8.as<uint8_t>(), a_scale.as<float>(), w8.as<uint8_t>(), w_scale.as<float>(), d.data(),
-                                    GemmOut::kBf16, m, s.n, s.k, false, scratch.as<float>(), scratch_rows, nullptr);
+                if (residual) {
+                    return gemm.run_fp8(a8.as<uint8_t>(), a_scale.as<float>(), w8.as<uint8_t>(), w_scale.as<float>(),
+                                        d.data(), GemmOut::kF32, m, s.n, s.k, true, product.as<bf16>(), m, nullptr);
+                }
+                e = gemm.run_fp8_unit(a8.as<uint8_t>(), w8.as<uint8_t>(), product.as<bf16>(), m, s.n, s.k, nullptr);
+                if (e != cudaSuccess || !gate_up) return e;
+                return silu_mul_fp8(product.as<bf16>(), a_scale.as<float>(), w_scale.as<float>(), m, s.n / 2,
+                                    act.as<uint8_t>(), a_scale.as<float>(), nullptr);
             });
             bf16_sum += bf16_ms;
             fp8_sum += fp8_ms;

@@ -1,8 +1,9 @@
 // The FP8 (E4M3) ops against the CPU computing on the same quantized values: per-token activation
 // quantization (codes and scales exactly as base/dtype's conversion gives them), the FP8-weight GEMV
 // (1-8 tokens of bf16 activations, a scale per weight row; subnormal and extreme codes, activations
-// far apart in size), and the FP8 GEMM (cuBLASLt's unit-scale product in chunks, then a scale per
-// activation row and per weight row); awkward sizes; shapes the kernels cannot take are refused.
+// far apart in size), the FP8 GEMM (cuBLASLt's unit-scale bf16 product in chunks, then a scale per
+// activation row and per weight row), and silu_mul_fp8 against the unfused kernels it replaces;
+// awkward sizes; shapes the kernels cannot take are refused.
 #include <cuda_runtime_api.h>
 
 #include "backend/cuda/gemm.h"
@@ -184,7 +185,7 @@ TEST_F(Fp8Test, GemmMatchesCpuOnTheQuantizedValues) {
     Gemm gemm;
     int refused = 0;
     const int scratch_rows = 64;   // m = 128 and 257 run in chunks
-    DeviceBuffer scratch(size_t{4} * scratch_rows * 1024);
+    DeviceBuffer scratch(size_t{2} * scratch_rows * 1024);
     struct Case { int m, n, k; };
     for (const Case c : {Case{1, 16, 16}, Case{3, 48, 80}, Case{17, 1024, 1024}, Case{128, 96, 4096}, Case{257, 512, 272}}) {
         const auto a = random_codes(rng, size_t{1} * c.m * c.k), w = random_codes(rng, size_t{1} * c.n * c.k);
@@ -204,7 +205,7 @@ TEST_F(Fp8Test, GemmMatchesCpuOnTheQuantizedValues) {
         if (!gemm.fp8_supported(c.m, c.n, c.k)) {   // then run_fp8 refuses it, and the runner dequantizes
             DeviceBuffer d_d = poisoned(size_t{1} * c.m * c.n * 2);
             EXPECT_EQ(gemm.run_fp8(d_a.as<uint8_t>(), d_as.as<float>(), d_w.as<uint8_t>(), d_ws.as<float>(), d_d.data(),
-                                   GemmOut::kBf16, c.m, c.n, c.k, false, scratch.as<float>(), scratch_rows, nullptr),
+                                   GemmOut::kBf16, c.m, c.n, c.k, false, scratch.as<bf16>(), scratch_rows, nullptr),
                       cudaErrorNotSupported);
             ++refused;
             continue;
@@ -215,24 +216,103 @@ TEST_F(Fp8Test, GemmMatchesCpuOnTheQuantizedValues) {
             const size_t count = size_t{1} * c.m * c.n;
             DeviceBuffer d_d = acc ? upload(d0) : poisoned(count * 2);
             ASSERT_EQ(gemm.run_fp8(d_a.as<uint8_t>(), d_as.as<float>(), d_w.as<uint8_t>(), d_ws.as<float>(), d_d.data(),
-                                   acc ? GemmOut::kF32 : GemmOut::kBf16, c.m, c.n, c.k, acc, scratch.as<float>(),
+                                   acc ? GemmOut::kF32 : GemmOut::kBf16, c.m, c.n, c.k, acc, scratch.as<bf16>(),
                                    scratch_rows, nullptr),
                       cudaSuccess);
             std::vector<float> out = acc ? download<float>(d_d, count) : from_bf16(download<uint16_t>(d_d, count));
             std::vector<float> want = ref;
             if (acc) for (size_t i = 0; i < count; ++i) want[i] += d0[i];
             EXPECT_EQ(count_nan(out), 0u);
-            // Fast accumulation keeps fewer bits than fp32 (~2e-3 at k = 4096 on random data).
+            // Fast accumulation keeps fewer bits than fp32 (~2e-3 at k = 4096 on random data); the
+            // unit-scale product is rounded to bf16 (2^-9) before the scales.
             EXPECT_LT(relative_error(out, want), 1e-2);
         }
     }
     if (refused == 5) GTEST_SKIP() << "SKIPPED: cuBLASLt has no FP8 algorithm on this GPU (refused as such)";
 }
 
+// silu_mul_fp8 on an FP8 gate_up's unit-scale product gives, code for code and scale for scale, what
+// scale_fp8_product to bf16, silu_mul and quantize_fp8_rows give; silu_mul with the scales gives
+// the middle step's bf16 bit for bit; without scales, silu_mul_fp8 is silu_mul and quantize_fp8_rows.
+// And against the CPU: the dequantized codes within E4M3's rounding of the SwiGLU of the scaled product.
+TEST_F(Fp8Test, SiluMulFp8EqualsTheUnfusedKernels) {
+    const uint32_t seed = fresh_seed();
+    SCOPED_TRACE(seed);
+    std::mt19937 rng(seed);
+    for (auto [t, inter] : {std::pair{1, 16}, {3, 48}, {9, 1008}, {17, 14336}, {2, 2064}}) {
+        SCOPED_TRACE(::testing::Message() << "t " << t << " inter " << inter);
+        const size_t count = size_t{1} * t * inter;
+        const auto product = to_bf16(random_floats(rng, 2 * count, -3000.0f, 3000.0f));
+        const auto a_scale = random_floats(rng, t, 1e-3f, 1e-2f);
+        const auto w_scale = random_scales(rng, size_t{2} * inter);
+        DeviceBuffer d_p = upload(product), d_as = upload(a_scale), d_ws = upload(w_scale);
+        for (const bool scaled : {true, false}) {
+            const float* as = scaled ? d_as.as<float>() : nullptr;
+            const float* ws = scaled ? d_ws.as<float>() : nullptr;
+            DeviceBuffer d_gu = poisoned(4 * count), d_act = poisoned(2 * count), d_act2 = poisoned(2 * count);
+            DeviceBuffer d_q = poisoned(count), d_s = poisoned(4 * t), d_fq = poisoned(count), d_fs = upload(a_scale);
+            if (scaled) {
+                ASSERT_EQ(scale_fp8_product(d_p.as<bf16>(), as, ws, d_gu.data(), false, false, t, 2 * inter, nullptr),
+                          cudaSuccess);
+            }
+            ASSERT_EQ(silu_mul(scaled ? d_gu.as<bf16>() : d_p.as<bf16>(), t, inter, d_act.as<bf16>(), nullptr), cudaSuccess);
+            ASSERT_EQ(quantize_fp8_rows(d_act.as<bf16>(), t, inter, d_q.as<uint8_t>(), d_s.as<float>(), nullptr), cudaSuccess);
+            ASSERT_EQ(silu_mul(d_p.as<bf16>(), t, inter, d_act2.as<bf16>(), nullptr, as, ws), cudaSuccess);
+            // The row scales written over the input's (the engine's act_scale): each row reads its own first.
+            ASSERT_EQ(silu_mul_fp8(d_p.as<bf16>(), scaled ? d_fs.as<float>() : nullptr, ws, t, inter, d_fq.as<uint8_t>(),
+                                   d_fs.as<float>(), nullptr),
+                      cudaSuccess);
+            EXPECT_EQ(download<uint16_t>(d_act2, count), download<uint16_t>(d_act, count)) << "scaled " << scaled;
+            const auto q = download<uint8_t>(d_fq, count);
+            const auto s = download<float>(d_fs, t);
+            EXPECT_EQ(q, download<uint8_t>(d_q, count)) << "scaled " << scaled;
+            EXPECT_EQ(s, download<float>(d_s, t)) << "scaled " << scaled;
+            // The CPU: SwiGLU of the scaled product, against the codes times their row scale.
+            std::vector<float> want(count), got(count);
+            for (int r = 0; r < t; ++r) {
+                for (int j = 0; j < inter; ++j) {
+                    const size_t g = size_t{2} * r * inter + j, u = g + inter;
+                    const double gs = scaled ? double{a_scale[r]} * w_scale[j] : 1.0;
+                    const double us = scaled ? double{a_scale[r]} * w_scale[inter + j] : 1.0;
+                    const double gate = bf16_to_f32(product[g]) * gs, up = bf16_to_f32(product[u]) * us;
+                    want[size_t{1} * r * inter + j] = static_cast<float>(gate / (1.0 + std::exp(-gate)) * up);
+                    got[size_t{1} * r * inter + j] = fp8_e4m3_to_f32(q[size_t{1} * r * inter + j]) * s[r];
+                }
+            }
+            EXPECT_EQ(count_nan(got), 0u);
+            EXPECT_LT(relative_error(got, want), 5e-2);   // E4M3 keeps 3 mantissa bits
+        }
+    }
+}
+
+// rms_norm_fp8 gives, code for code and scale for scale, what rms_norm then quantize_fp8_rows give,
+// at widths in and past rms_norm's registers (4096 floats per row).
+TEST_F(Fp8Test, RmsNormFp8EqualsRmsNormThenQuantize) {
+    const uint32_t seed = fresh_seed();
+    SCOPED_TRACE(seed);
+    std::mt19937 rng(seed);
+    for (auto [rows, dim] : {std::pair{1, 16}, {7, 2048}, {300, 4096}, {5, 5120}, {3, 8192}}) {
+        SCOPED_TRACE(::testing::Message() << "rows " << rows << " dim " << dim);
+        std::vector<float> x = random_floats(rng, size_t{1} * rows * dim, -4.0f, 4.0f);
+        if (rows > 1) x[size_t{1} * dim + 3] = 900.0f;   // one outlier
+        const auto w = to_bf16(random_floats(rng, dim, 0.2f, 2.0f));
+        const size_t count = size_t{1} * rows * dim;
+        DeviceBuffer d_x = upload(x), d_w = upload(w), d_h = poisoned(2 * count), d_q = poisoned(count);
+        DeviceBuffer d_s = poisoned(4 * rows), d_fq = poisoned(count), d_fs = poisoned(4 * rows);
+        ASSERT_EQ(rms_norm(d_x.as<float>(), rows, dim, d_w.as<bf16>(), 1e-5f, d_h.as<bf16>(), nullptr), cudaSuccess);
+        ASSERT_EQ(quantize_fp8_rows(d_h.as<bf16>(), rows, dim, d_q.as<uint8_t>(), d_s.as<float>(), nullptr), cudaSuccess);
+        ASSERT_EQ(rms_norm_fp8(d_x.as<float>(), rows, dim, d_w.as<bf16>(), 1e-5f, d_fq.as<uint8_t>(), d_fs.as<float>(),
+                               nullptr),
+                  cudaSuccess);
+        EXPECT_EQ(download<uint8_t>(d_fq, count), download<uint8_t>(d_q, count));
+        EXPECT_EQ(download<float>(d_fs, rows), download<float>(d_s, rows));
+    }
+}
+
 TEST_F(Fp8Test, ShapesTheKernelsCannotTakeAreRefused) {
     Gemm gemm;
     DeviceBuffer a(64 * 64), w(64 * 64), s(64 * 4), d(64 * 64 * 4), p(64 * 64 * 4);
-    float* scratch = p.as<float>();
+    bf16* scratch = p.as<bf16>();
     EXPECT_EQ(gemm.run_fp8(a.as<uint8_t>(), s.as<float>(), w.as<uint8_t>(), s.as<float>(), d.data(), GemmOut::kBf16, 4, 32,
                            24, false, scratch, 16, nullptr),
               cudaErrorNotSupported);   // k % 16
@@ -255,8 +335,19 @@ TEST_F(Fp8Test, ShapesTheKernelsCannotTakeAreRefused) {
               cudaErrorInvalidValue);   // splits
     EXPECT_EQ(fp8_gemv_silu_mul(a.as<bf16>(), w.as<uint8_t>(), s.as<float>(), d.as<bf16>(), 9, 8, 64, nullptr),
               cudaErrorInvalidValue);   // more than 8 tokens
-    EXPECT_EQ(scale_fp8_product(p.as<float>(), s.as<float>(), s.as<float>(), d.data(), true, false, 2, 30, nullptr),
+    EXPECT_EQ(scale_fp8_product(p.as<bf16>(), s.as<float>(), s.as<float>(), d.data(), true, false, 2, 30, nullptr),
               cudaErrorInvalidValue);   // n % 4
+    EXPECT_EQ(gemm.run_fp8_unit(a.as<uint8_t>(), w.as<uint8_t>(), p.as<bf16>(), 4, 40, 32, nullptr),
+              cudaErrorNotSupported);   // n % 16
+    EXPECT_EQ(silu_mul_fp8(p.as<bf16>(), s.as<float>(), s.as<float>(), 2, 24, w.as<uint8_t>(), s.as<float>(), nullptr),
+              cudaErrorInvalidValue);   // intermediate % 16, as quantize_fp8_rows and the FP8 GEMM's k
+    EXPECT_EQ(silu_mul_fp8(p.as<bf16>(), s.as<float>(), nullptr, 2, 16, w.as<uint8_t>(), s.as<float>(), nullptr),
+              cudaErrorInvalidValue);   // one scale without the other
+    EXPECT_EQ(silu_mul_fp8(p.as<bf16>() + 1, nullptr, nullptr, 2, 16, w.as<uint8_t>(), s.as<float>(), nullptr),
+              cudaErrorInvalidValue);   // alignment
+    EXPECT_EQ(silu_mul(p.as<bf16>(), 2, 16, d.as<bf16>(), nullptr, s.as<float>(), nullptr), cudaErrorInvalidValue);
+    EXPECT_EQ(rms_norm_fp8(p.as<float>(), 2, 30, a.as<bf16>(), 1e-5f, w.as<uint8_t>(), s.as<float>(), nullptr),
+              cudaErrorInvalidValue);   // dim % 4
     EXPECT_EQ(quantize_fp8_rows(a.as<bf16>(), 2, 24, w.as<uint8_t>(), s.as<float>(), nullptr), cudaErrorInvalidValue);
 }
 

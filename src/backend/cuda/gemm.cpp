@@ -151,29 +151,36 @@ cudaError_t Gemm::run(const __nv_bfloat16* a, const __nv_bfloat16* w, void* d, G
 
 bool Gemm::fp8_supported(int m, int n, int k) {
     if (m <= 0 || n <= 0 || k <= 0 || k % 16 != 0 || n % 16 != 0) return false;
-    PlanKey key{m, n, k, GemmOut::kF32, false, 16};
+    PlanKey key{m, n, k, GemmOut::kBf16, false, 16};
     key.fp8 = true;
     return impl_->plan_for(key).has_algo;
 }
 
+cudaError_t Gemm::run_fp8_unit(const uint8_t* a, const uint8_t* w, bf16* d, int m, int n, int k, cudaStream_t stream) {
+    if (m < 0 || n < 0 || k < 0) return cudaErrorInvalidValue;
+    if (m == 0 || n == 0) return cudaSuccess;
+    const int alignment = std::min({pointer_alignment(a), pointer_alignment(w), pointer_alignment(d)});
+    if (alignment < 16 || k % 16 != 0 || n % 16 != 0) return cudaErrorNotSupported;
+    PlanKey key{m, n, k, GemmOut::kBf16, false, 16};
+    key.fp8 = true;
+    Plan& p = impl_->plan_for(key);
+    if (!p.has_algo) return cudaErrorNotSupported;
+    return impl_->matmul(p, a, w, d, false, stream);
+}
+
 cudaError_t Gemm::run_fp8(const uint8_t* a, const float* a_scale, const uint8_t* w, const float* w_scale, void* d,
-                          GemmOut out_type, int m, int n, int k, bool accumulate, float* scratch, int scratch_rows,
+                          GemmOut out_type, int m, int n, int k, bool accumulate, bf16* scratch, int scratch_rows,
                           cudaStream_t stream) {
     if (m < 0 || n < 0 || k < 0 || a_scale == nullptr || w_scale == nullptr || scratch == nullptr || scratch_rows <= 0) {
         return cudaErrorInvalidValue;
     }
     if (m == 0 || n == 0) return cudaSuccess;
     if (accumulate && out_type != GemmOut::kF32) return cudaErrorInvalidValue;
-    const int alignment = std::min({pointer_alignment(a), pointer_alignment(w), pointer_alignment(d), pointer_alignment(scratch)});
-    if (alignment < 16 || k % 16 != 0 || n % 16 != 0) return cudaErrorNotSupported;
+    if (pointer_alignment(d) < 16) return cudaErrorNotSupported;
     const size_t out_bytes = out_type == GemmOut::kF32 ? 4 : 2;
     for (int r0 = 0; r0 < m; r0 += scratch_rows) {
         const int rows = std::min(scratch_rows, m - r0);
-        PlanKey key{rows, n, k, GemmOut::kF32, false, 16};
-        key.fp8 = true;
-        Plan& p = impl_->plan_for(key);
-        if (!p.has_algo) return cudaErrorNotSupported;
-        cudaError_t st = impl_->matmul(p, a + static_cast<size_t>(r0) * k, w, scratch, false, stream);
+        cudaError_t st = run_fp8_unit(a + static_cast<size_t>(r0) * k, w, scratch, rows, n, k, stream);
         if (st != cudaSuccess) return st;
         st = scale_fp8_product(scratch, a_scale + r0, w_scale, static_cast<char*>(d) + static_cast<size_t>(r0) * n * out_bytes,
                                out_type == GemmOut::kF32, accumulate, rows, n, stream);

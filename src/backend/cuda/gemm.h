@@ -26,19 +26,24 @@ public:
     cudaError_t run(const __nv_bfloat16* a, const __nv_bfloat16* w, void* d, GemmOut out_type, int m, int n, int k,
                     bool accumulate, cudaStream_t stream);
 
-    // The FP8 product D[i, j] (+)= a_scale[i] * w_scale[j] * sum_k a[i, k] * w[j, k]: a [m, k] and
-    // w [n, k] E4M3 bytes, a_scale [m] and w_scale [n] fp32 on the device. cuBLASLt computes the
-    // unit-scale product into `scratch` (fp32, scratch_rows x n; m is taken in chunks of scratch_rows)
-    // with fast accumulation, and scale_fp8_product applies the scales: asked for FP8 with per-row
-    // scale vectors (OUTER_VEC_32F on A and B, pointers not yet set), cuBLASLt 13.1's heuristic gave no
-    // algorithm, fast or exact accumulation, for any of the 8B's shapes at m = 16-4096 (H200 2026-12-03,
-    // H100 2026-12-06: bench/results/fp8-attn-occupancy-h100-2026-12-06.txt; torch reaches one, so see
-    // bench/results/fp8-scaled-gemm-2026-12-06.patch). cudaErrorNotSupported where cuBLASLt has no
-    // algorithm (it wants k and n multiples of 16 and 16-byte aligned pointers).
+    // The FP8 product at unit scales, d[i, j] = bf16(sum_k a[i, k] * w[j, k]): a [m, k] and w [n, k]
+    // E4M3 bytes, d [m, n] bf16; fp32 accumulation (cuBLASLt's fast one where it has it). The caller's
+    // next kernel applies the scales as it reads d (qkv_rope_kv_write's row_scale / col_scale,
+    // silu_mul_fp8), so the product is written once, at half the bytes of fp32, and never rescaled in a
+    // pass of its own. cudaErrorNotSupported where cuBLASLt has no algorithm (it wants k and n multiples
+    // of 16 and 16-byte aligned pointers).
+    cudaError_t run_fp8_unit(const uint8_t* a, const uint8_t* w, __nv_bfloat16* d, int m, int n, int k,
+                             cudaStream_t stream);
+    // The scaled FP8 product D[i, j] (+)= a_scale[i] * w_scale[j] * sum_k a[i, k] * w[j, k] (a_scale [m],
+    // w_scale [n] fp32 on the device): run_fp8_unit into `scratch` (bf16, scratch_rows x n; m is taken
+    // in chunks of scratch_rows), then scale_fp8_product. For a consumer that cannot apply the scales
+    // itself: the fp32 residual add of o_proj and down_proj. (cuBLASLt applying OUTER_VEC_32F scale
+    // vectors itself: its 13.1 heuristic gave no algorithm for any of the 8B's shapes at m = 16-4096,
+    // H200 2026-12-03 and H100 2026-12-06, bench/results/fp8-attn-occupancy-h100-2026-12-06.txt.)
     cudaError_t run_fp8(const uint8_t* a, const float* a_scale, const uint8_t* w, const float* w_scale, void* d,
-                        GemmOut out_type, int m, int n, int k, bool accumulate, float* scratch, int scratch_rows,
-                        cudaStream_t stream);
-    // Whether run_fp8 has an algorithm for m x n x k with 16-byte aligned pointers.
+                        GemmOut out_type, int m, int n, int k, bool accumulate, __nv_bfloat16* scratch,
+                        int scratch_rows, cudaStream_t stream);
+    // Whether run_fp8_unit (and run_fp8) has an algorithm for m x n x k with 16-byte aligned pointers.
     bool fp8_supported(int m, int n, int k);
 
 private:

@@ -73,6 +73,13 @@ inline int ceil_div(int a, int b) { return (a + b - 1) / b; }
 // The SwiGLU gate's SiLU, shared by silu_mul and the fused gate/up GEMV so that both round alike.
 __device__ __forceinline__ float silu(float g) { return g / (1.0f + __expf(-g)); }
 
+// An FP8 unit-scale product's value p with its row and column scales applied and rounded to bf16, as
+// scale_fp8_product writes it: the kernels that apply the scales as they read the product (RoPE,
+// silu_mul, silu_mul_fp8) round alike through this.
+__device__ __forceinline__ float scaled_fp8_product(float p, float row_scale, float col_scale) {
+    return __bfloat162float(__float2bfloat16_rn(p * row_scale * col_scale));
+}
+
 // Programmatic dependent launch (sm_90). A kernel started by launch_pdl() may begin while the kernel
 // before it on the stream still runs: it first lets its own successor start (pdl_launch_dependents),
 // may read constant inputs (weights), and calls pdl_wait() before anything else: from there on it sees

@@ -49,6 +49,10 @@ struct QkvRopeParams {
     void* v_cache;               // paged
     bool kv_fp8 = false;
     float k_scale = 1.0f, v_scale = 1.0f;   // kv_fp8: the dequantization multipliers (positive, finite)
+    // qkv as an FP8 projection's unit-scale product (Gemm::run_fp8_unit): each value is first
+    // bf16(qkv[t, c] * row_scale[t] * col_scale[c]), as scale_fp8_product to bf16 makes it. Both or neither.
+    const float* row_scale = nullptr;       // [T]
+    const float* col_scale = nullptr;       // [width]
 };
 cudaError_t qkv_rope_kv_write(const QkvRopeParams& p, cudaStream_t stream);
 
@@ -86,7 +90,10 @@ cudaError_t paged_attention_fp8(const bf16* q, const uint8_t* k_cache, const uin
                                 size_t workspace_bytes, cudaStream_t stream);
 
 // out[t, j] = silu(gate_up[t, j]) * gate_up[t, I + j].         gate_up [T, 2I] bf16, out [T, I] bf16
-cudaError_t silu_mul(const bf16* gate_up, int num_tokens, int intermediate, bf16* out, cudaStream_t stream);
+// With a_scale [T] and w_scale [2I] (an FP8 projection's unit-scale product, Gemm::run_fp8_unit), each
+// input is first bf16(gate_up[t, c] * a_scale[t] * w_scale[c]), as scale_fp8_product to bf16 makes it.
+cudaError_t silu_mul(const bf16* gate_up, int num_tokens, int intermediate, bf16* out, cudaStream_t stream,
+                     const float* a_scale = nullptr, const float* w_scale = nullptr);
 
 // out[r, :] = x[rows[r], :].                                   x [*, dim] fp32
 cudaError_t gather_rows(const float* x, const int32_t* rows, int num_rows, int dim, float* out, cudaStream_t stream);
@@ -127,10 +134,25 @@ cudaError_t fp8_gemv_silu_mul(const bf16* a, const uint8_t* w_gate_up, const flo
 // and q[r, c] = e4m3(x[r, c] / scale[r]) rounded to nearest even, saturated to +-448.
 // x bf16 [rows, k], q [rows, k] bytes (k % 16 == 0, 16-byte aligned x and q).
 cudaError_t quantize_fp8_rows(const bf16* x, int rows, int k, uint8_t* q, float* scale, cudaStream_t stream);
-// The FP8 GEMM's epilogue: d[i, j] (+)= p[i, j] * a_scale[i] * w_scale[j] for the unit-scale fp32 product
-// p [m, n]; d fp32 (optionally accumulated) or bf16. n % 4 == 0, p and w_scale 16-byte aligned.
-cudaError_t scale_fp8_product(const float* p, const float* a_scale, const float* w_scale, void* d, bool f32_out,
+// rms_norm straight into the FP8 GEMM's input: the bf16 row rms_norm writes, quantized as
+// quantize_fp8_rows does it (code for code, scale for scale), without writing the bf16 row.
+// dim % 4 == 0, x 16-byte, w 8-byte and q 4-byte aligned.
+cudaError_t rms_norm_fp8(const float* x, int rows, int dim, const bf16* w, float eps, uint8_t* q, float* q_scale,
+                         cudaStream_t stream);
+// The FP8 GEMM's epilogue: d[i, j] (+)= p[i, j] * a_scale[i] * w_scale[j] for the unit-scale bf16 product
+// p [m, n] (Gemm::run_fp8_unit); d fp32 (optionally accumulated) or bf16. n % 4 == 0, p 8-byte and
+// w_scale 16-byte aligned.
+cudaError_t scale_fp8_product(const bf16* p, const float* a_scale, const float* w_scale, void* d, bool f32_out,
                               bool accumulate, int m, int n, cudaStream_t stream);
+// The SwiGLU MLP input straight into the FP8 GEMM's input: y[t, j] = bf16(silu(g) * u) with
+// g = bf16(gate_up[t, j] * a_scale[t] * w_scale[j]) and u likewise at column I + j (gate_up the
+// unit-scale product of the FP8 gate_up projection; without scales, a_scale and w_scale null, g and u
+// are gate_up's values), then quantized per row as quantize_fp8_rows does: q [T, I] bytes and
+// q_scale [T]. Equal, code for code, to scale_fp8_product to bf16, silu_mul and quantize_fp8_rows; the
+// bf16 rows in between are never written. I % 16 == 0 (as quantize_fp8_rows), gate_up and q 16-byte aligned. q_scale may be
+// a_scale (each row reads its own scale before writing it).
+cudaError_t silu_mul_fp8(const bf16* gate_up, const float* a_scale, const float* w_scale, int num_tokens,
+                         int intermediate, uint8_t* q, float* q_scale, cudaStream_t stream);
 
 // Host-side helper for converting weights at load time (not a hot-path op).
 cudaError_t add_bias_bf16(bf16* x, const bf16* bias, int rows, int cols, cudaStream_t stream);

@@ -1,5 +1,5 @@
-// qkv_rope_kv_write: bias, per-head RMSNorm (Qwen3), rotate-half RoPE, and the paged KV-cache write,
-// fused over the QKV projection. Grid (tokens, head groups): each warp takes one head of one token (q
+// qkv_rope_kv_write: the FP8 projection's scales, bias, per-head RMSNorm (Qwen3), rotate-half RoPE,
+// and the paged KV-cache write, fused over the QKV projection. Grid (tokens, head groups): each warp takes one head of one token (q
 // heads, then k, then v), so a one-token step spreads its heads over several blocks instead of
 // looping over them in one (1B batch 1: 6.8 us per layer with 8 warps for 48 heads).
 // Lane l holds the rotation pairs p, p + 1 for p = 2 l + 64 r (elements p, p + 1 and p + head_dim / 2,
@@ -23,10 +23,17 @@ constexpr int kWarps = 8;
 constexpr int kPairRounds = 2;   // head_dim <= 256
 constexpr int kMaxHalf = 64 * kPairRounds;
 
-__device__ __forceinline__ float2 load_plus_bias(const bf16* src, const bf16* bias, int col) {
-    float2 v = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(src + col));
-    if (bias != nullptr) {
-        const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(bias + col));
+// Columns col, col + 1 of token t's qkv row, scaled first where qkv is an FP8 unit-scale product (in
+// scale_fp8_product's order of operations and rounding), then with the bias.
+__device__ __forceinline__ float2 load_qkv(const QkvRopeParams& p, const bf16* row, int t, int col) {
+    float2 v = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(row + col));
+    if (p.row_scale != nullptr) {
+        const float rs = p.row_scale[t];
+        const float2 cs = *reinterpret_cast<const float2*>(p.col_scale + col);
+        v = make_float2(kernels::scaled_fp8_product(v.x, rs, cs.x), kernels::scaled_fp8_product(v.y, rs, cs.y));
+    }
+    if (p.bias != nullptr) {
+        const float2 b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p.bias + col));
         v.x += b.x;
         v.y += b.y;
     }
@@ -122,8 +129,8 @@ __global__ void qkv_rope_kv_kernel(QkvRopeParams p) {
 #pragma unroll
     for (int r = 0; r < kPairRounds; ++r) {
         const int pair = 2 * lane + 64 * r;
-        lo[r] = pair < half ? load_plus_bias(row, p.bias, col0 + pair) : make_float2(0.0f, 0.0f);
-        hi[r] = pair < half ? load_plus_bias(row, p.bias, col0 + pair + half) : make_float2(0.0f, 0.0f);
+        lo[r] = pair < half ? load_qkv(p, row, t, col0 + pair) : make_float2(0.0f, 0.0f);
+        hi[r] = pair < half ? load_qkv(p, row, t, col0 + pair + half) : make_float2(0.0f, 0.0f);
     }
     const bool is_q = head < p.num_heads;
     const bool is_k = !is_q && head < p.num_heads + p.num_kv_heads;
@@ -163,6 +170,8 @@ cudaError_t qkv_rope_kv_write(const QkvRopeParams& p, cudaStream_t stream) {
         return cudaErrorInvalidValue;
     for (const void* ptr : std::initializer_list<const void*>{p.qkv, p.bias, p.q_norm, p.k_norm, p.q_out})
         if (!kernels::host_aligned(ptr, 4)) return cudaErrorInvalidValue;
+    if ((p.row_scale == nullptr) != (p.col_scale == nullptr) || !kernels::host_aligned(p.col_scale, 8))
+        return cudaErrorInvalidValue;
     for (const void* ptr : {p.k_cache, p.v_cache})
         if (!kernels::host_aligned(ptr, p.kv_fp8 ? 2 : 4)) return cudaErrorInvalidValue;
     if (p.kv_fp8) {
