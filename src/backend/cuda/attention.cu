@@ -20,7 +20,6 @@ constexpr int kMaxSplits = 64;          // at most kMaxCombineSplits (attention_
 constexpr int kSplitKeyQuantum = 128;   // a decode block's 4 warps take 16-key tiles in turn
 constexpr int kMaxTokenSplits = 1024;   // partial rows (tokens x splits) the workspace holds at most
 constexpr int kDecodeRows = 16;         // query heads one decode block carries (attention_decode.cu)
-constexpr int kDecodeBlocksPerSm = 2;   // resident decode blocks per SM (96 KB of shared memory each)
 constexpr int kSplitOverheadKeys = 128; // per-block cost outside the key loop (prologue, merge), in keys
 constexpr float kLog2e = 1.4426950408889634f;
 
@@ -50,10 +49,11 @@ int64_t split_cost(int base_blocks, int capacity, int max_len, int num_splits) {
 // kMinKeysPerSplit, and no more partials than the workspace holds. Depends only on the batch shape
 // and max_seq_len_kv, never on the actual lengths (CUDA-graph replay).
 attn::DecodeSplit plan_decode_split(const AttentionMetadata& meta, int num_heads, int num_kv_heads, int head_dim,
-                                    void* workspace, size_t workspace_bytes) {
+                                    bool kv_fp8, void* workspace, size_t workspace_bytes) {
     const int group_size = num_heads / num_kv_heads;
     const int base_blocks = meta.num_seqs * num_kv_heads * kernels::ceil_div(group_size, kDecodeRows);
-    const int capacity = kDecodeBlocksPerSm * std::max(cuda_num_sms(), 1);
+    const int blocks_per_sm = kv_fp8 ? attn::decode_blocks_per_sm_fp8(head_dim) : attn::decode_blocks_per_sm(head_dim);
+    const int capacity = blocks_per_sm * std::max(cuda_num_sms(), 1);
     const int max_len = std::max(meta.max_seq_len_kv, 1);
     int best = 1;
     if (workspace != nullptr) {
@@ -122,7 +122,7 @@ cudaError_t run_attention(const bf16* q, const void* k_cache, const void* v_cach
     a.out = out;
     if (meta.max_seq_len_q == 1 || meta.num_single_token_seqs > 0) {
         const attn::DecodeSplit split =
-            plan_decode_split(meta, num_heads, num_kv_heads, head_dim, workspace, workspace_bytes);
+            plan_decode_split(meta, num_heads, num_kv_heads, head_dim, kv_fp8, workspace, workspace_bytes);
         const cudaError_t err = kv_fp8 ? attn::launch_decode_fp8(a, split, stream) : attn::launch_decode(a, split, stream);
         if (err != cudaSuccess || meta.max_seq_len_q == 1) return err;
         a.prefill_skips_single = true;   // a mixed batch: its one-token sequences are done

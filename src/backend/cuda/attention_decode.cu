@@ -7,4 +7,6 @@ cudaError_t launch_decode(const AttnArgs& a, const DecodeSplit& split, cudaStrea
     return decode::launch</*kFp8=*/false>(a, split, stream);
 }
 
+int decode_blocks_per_sm(int head_dim) { return decode::blocks_per_sm</*kFp8=*/false>(head_dim); }
+
 }  // namespace hichat::cuda::attn

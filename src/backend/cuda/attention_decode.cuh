@@ -13,11 +13,12 @@
 // are XOR-swizzled by r & 7; otherwise (D 80, 96: 10 or 12 chunks) rows are padded by one chunk, an odd
 // stride in chunks.
 //
-// An FP8 (E4M3) cache (kFp8): the ring holds the tiles' bytes (half the copy), and before its math a
-// warp turns its tile into one bf16 tile in the layout above, with three integer ops per pair of
-// codes: the sign, exponent and mantissa bits moved into bf16's places make code x 2^-120 exactly
-// (subnormal codes included). Q goes in x 2^100 and P x 2^100, so that both products stay in fp32's
-// normal range; the softmax scale carries k_scale x 2^20 and the output v_scale x 2^120.
+// An FP8 (E4M3) cache (kFp8): the ring holds the tiles' bytes (half the copy). K's codes go from the
+// stage straight into B fragments (tile_scores_fp8); V's are turned into one bf16 tile in the layout
+// above before P V. Either way three integer ops per pair of codes move the sign, exponent and
+// mantissa bits into bf16's places, which makes code x 2^-120 exactly (subnormal codes included). Q
+// goes in x 2^100 and P x 2^100, so that both products stay in fp32's normal range; the softmax scale
+// carries k_scale x 2^20 and the output v_scale x 2^120.
 // Included by attention_decode.cu (bf16) and attention_decode_fp8.cu: one cache type per file.
 #pragma once
 
@@ -41,9 +42,20 @@ constexpr int kThreads = 32 * kWarps;
 constexpr int kRows = 16;       // mma M: query heads of one GQA group per block
 constexpr int kTileKeys = 16;   // keys per warp tile: the k of P.V, two n-tiles of S
 constexpr int kMaxCombineSplits = 64;   // attention.cu plans at most this many splits
+// FP8 cache: stages per warp and blocks per SM (compile-time knobs for measurement only,
+// scripts/build_kernel_variant.sh). The FP8 kernel is bound by its instructions, not by memory, so
+// more resident warps pay: 8B shapes on an H100, 2026-12-06 (bench/results/fp8-attn-occupancy-h100-
+// 2026-12-06.txt), ms for 4 stages and 2 blocks (K and V converted together) / 3 stages and 3 blocks
+// (one converted tile): 256 seqs x 1024 ctx 0.276 / 0.235, 256 x 2000 0.493 / 0.425.
+#ifndef ATTN_FP8_STAGES
+#define ATTN_FP8_STAGES 3
+#endif
+#ifndef ATTN_FP8_MINB
+#define ATTN_FP8_MINB 3
+#endif
 
-// A warp's shared memory: kStages stages of (K tile, V tile) as cached, then (FP8) one bf16 K and V
-// tile made from the current stage. Head sizes up to 128 keep two blocks per SM; 256 (twice the
+// A warp's shared memory: kStages stages of (K tile, V tile) as cached, then (FP8) the bf16 tile made
+// from the current stage's V. Head sizes up to 128 keep two blocks per SM; 256 (twice the
 // registers for o and q, and tiles twice as large) runs one block per SM with two stages.
 template <int D, bool kFp8>
 struct DecodeShape {
@@ -51,13 +63,13 @@ struct DecodeShape {
     static constexpr bool kSwizzle = (D / 8) % 8 == 0;          // else padded rows (tile_offset)
     static constexpr int kRowBytes = kSwizzle ? 2 * D : 2 * D + 16;   // one bf16 key row in a tile
     static constexpr int kElemBytes = kFp8 ? 1 : 2;
-    static constexpr int kStages = D > 128 ? 2 : kFp8 ? 4 : 3;   // tiles in flight per warp
-    static constexpr int kMinBlocksPerSm = D > 128 ? 1 : 2;
+    static constexpr int kStages = D > 128 ? 2 : kFp8 ? ATTN_FP8_STAGES : 3;   // tiles in flight per warp
+    static constexpr int kMinBlocksPerSm = D > 128 ? 1 : kFp8 ? ATTN_FP8_MINB : 2;
     static constexpr int kChunks = D * kElemBytes / 16;         // 16-byte chunks per cached key row
     static constexpr int kTileBytes = kTileKeys * kRowBytes;    // one bf16 K or V tile
     static constexpr int kCacheTileBytes = kFp8 ? kTileKeys * D : kTileBytes;   // FP8: plain [16, D] bytes
     static constexpr int kStageBytes = 2 * kCacheTileBytes;     // K then V
-    static constexpr int kConvertedBytes = kFp8 ? 2 * kTileBytes : 0;
+    static constexpr int kConvertedBytes = kFp8 ? kTileBytes : 0;   // V's bf16 tile
     static constexpr int kWarpBytes = kStages * kStageBytes + kConvertedBytes;
     static constexpr int kSmemBytes = kWarps * kWarpBytes;
     static constexpr int kMergeBytes = static_cast<int>(sizeof(float)) * kWarps * kRows * (D + 2);
@@ -123,6 +135,30 @@ __device__ __forceinline__ uint32_t tile_offset(int row, int chunk) {
     return static_cast<uint32_t>(row * Shape::kRowBytes + (Shape::kSwizzle ? chunk ^ (row & 7) : chunk) * 16);
 }
 
+// FP8 K is read straight from the stage into B fragments, never converted in shared memory. A dot
+// product does not care in which order its dims are summed, so lane (g, t)'s fragment of slab kk (the
+// mma's k indices 2t, 2t + 1, 2t + 8, 2t + 9 of key g) is the 4-byte word of key g at dim
+// fp8_k_word_dim(kk, t): bytes 0 and 2 as (2t, 2t + 1), bytes 1 and 3 as (2t + 8, 2t + 9), and Q's
+// fragments take the same dims (load_q_fragments). A lane's words of kFp8KSlabs consecutive slabs are
+// one load of 4 x kFp8KSlabs bytes (16 for D 64, 128, 256; 8 for 96; 4 for 80).
+template <int D>
+constexpr int kFp8KSlabs = (D / 16) % 4 == 0 ? 4 : (D / 16) % 2 == 0 ? 2 : 1;
+
+template <int D>
+__device__ __forceinline__ int fp8_k_word_dim(int kk, int t) {
+    constexpr int G = kFp8KSlabs<D>;
+    return (kk / G) * 16 * G + t * 4 * G + 4 * (kk % G);
+}
+
+// Byte offset of 16-byte chunk `chunk` of key row `row` in an FP8 K tile: with 8 or 16 chunks per row,
+// odd rows swap their chunk halves so that the 16-byte reads of rows g and g + 1 (one phase) use
+// different banks; otherwise (rows of 64, 80 or 96 bytes) they already do.
+template <int D>
+__device__ __forceinline__ uint32_t fp8_k_offset(int row, int chunk) {
+    constexpr bool kSwap = (D / 16) % 8 == 0;
+    return static_cast<uint32_t>(row * D + (kSwap ? chunk ^ ((row & 1) << 2) : chunk) * 16);
+}
+
 // ---- per-warp state ----
 
 // Online softmax of one lane's two rows (g and g + 8) in base 2. m: running max (quad-uniform),
@@ -162,21 +198,32 @@ __device__ __forceinline__ void load_q_fragments(const AttnArgs& a, const Decode
     const bf16* row0 = a.q + (static_cast<int64_t>(w.token) * a.num_heads + w.head0 + g) * D;
     const bf16* row8 = row0 + 8 * D;
     const bool has0 = g < w.num_rows, has8 = g + 8 < w.num_rows;
-    auto pair = [](const bf16* p, bool has) {
+    auto pair = [](const bf16* p, bool has, int stride = 1) {
         if (!has) return 0u;
-        __nv_bfloat162 v = __halves2bfloat162(p[0], p[1]);
+        __nv_bfloat162 v = __halves2bfloat162(p[0], p[stride]);
         if constexpr (kFp8) {
             const uint32_t f = kernels::kBf16x2Pow100;
             v = __hmul2(v, *reinterpret_cast<const __nv_bfloat162*>(&f));
         }
         return bf16x2_bits(v);
     };
+    if constexpr (kFp8) {   // the dims of fp8_k_word's order: (base, base + 2) and (base + 1, base + 3)
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk) {
-        q[kk][0] = pair(row0 + 16 * kk + c, has0);
-        q[kk][1] = pair(row8 + 16 * kk + c, has8);
-        q[kk][2] = pair(row0 + 16 * kk + 8 + c, has0);
-        q[kk][3] = pair(row8 + 16 * kk + 8 + c, has8);
+        for (int kk = 0; kk < D / 16; ++kk) {
+            const int base = fp8_k_word_dim<D>(kk, lane % 4);
+            q[kk][0] = pair(row0 + base, has0, 2);
+            q[kk][1] = pair(row8 + base, has8, 2);
+            q[kk][2] = pair(row0 + base + 1, has0, 2);
+            q[kk][3] = pair(row8 + base + 1, has8, 2);
+        }
+    } else {
+#pragma unroll
+        for (int kk = 0; kk < D / 16; ++kk) {
+            q[kk][0] = pair(row0 + 16 * kk + c, has0);
+            q[kk][1] = pair(row8 + 16 * kk + c, has8);
+            q[kk][2] = pair(row0 + 16 * kk + 8 + c, has0);
+            q[kk][3] = pair(row8 + 16 * kk + 8 + c, has8);
+        }
     }
 }
 
@@ -188,7 +235,8 @@ __device__ __forceinline__ int slot_of(const AttnArgs& a, const DecodeWork& w, i
 
 // Starts the copy of one 16-key tile into the stage at k_addr (V follows K). my_slot: the slot of key
 // lane % 16 of the tile (slot_of), so any block size works; keys with slot -1 are zero-filled. bf16
-// tiles land in the tile layout (tile_offset); FP8 tiles as plain [16 keys, D] bytes for convert_tile.
+// tiles land in the tile layout (tile_offset); FP8 K as [16 keys, D] bytes in fp8_k_offset's layout for
+// tile_scores_fp8, FP8 V as plain [16 keys, D] bytes for convert_tile.
 // The warp's lanes take the tile's 16 x kChunks chunks in turn (a row need not divide 32 lanes).
 template <int D, bool kFp8>
 __device__ __forceinline__ void issue_tile(uint32_t k_addr, const AttnArgs& a, int kv_head, int my_slot, int lane) {
@@ -206,27 +254,24 @@ __device__ __forceinline__ void issue_tile(uint32_t k_addr, const AttnArgs& a, i
         if (kCopies % 32 != 0 && c >= kCopies) continue;
         const int64_t offset =
             slot >= 0 ? (static_cast<int64_t>(slot) * a.num_kv_heads + kv_head) * D * Shape::kElemBytes + chunk * 16 : 0;
-        const uint32_t dst = k_addr + (kFp8 ? static_cast<uint32_t>(row * D + chunk * 16) : tile_offset<D>(row, chunk));
-        cp_async16_zfill(dst, k_cache + offset, slot >= 0);
-        cp_async16_zfill(dst + Shape::kCacheTileBytes, v_cache + offset, slot >= 0);
+        const uint32_t k_dst = k_addr + (kFp8 ? fp8_k_offset<D>(row, chunk) : tile_offset<D>(row, chunk));
+        const uint32_t v_dst = k_addr + Shape::kCacheTileBytes + (kFp8 ? static_cast<uint32_t>(row * D + chunk * 16) : tile_offset<D>(row, chunk));
+        cp_async16_zfill(k_dst, k_cache + offset, slot >= 0);
+        cp_async16_zfill(v_dst, v_cache + offset, slot >= 0);
     }
 }
 
-// FP8: the stage's K and V codes at src -> bf16 tiles (x 2^-120) at dst in the swizzled layout.
+// FP8: one [16 keys, D] tile of codes at src -> a bf16 tile (x 2^-120) at dst in the swizzled layout.
 template <int D>
 __device__ __forceinline__ void convert_tile(uint32_t src, uint32_t dst, int lane) {
-    using Shape = DecodeShape<D, true>;
     constexpr int kChunks = D / 16;   // 16-code chunks per key row
 #pragma unroll
-    for (int kv = 0; kv < 2; ++kv) {
-#pragma unroll
-        for (int i = lane; i < kTileKeys * kChunks; i += 32) {
-            const int row = i / kChunks, c = i % kChunks;
-            uint4 lo, hi;
-            kernels::e4m3x16_to_bf16(ld_shared_v4(src + kv * Shape::kCacheTileBytes + i * 16), lo, hi);
-            st_shared_v4(dst + kv * Shape::kTileBytes + tile_offset<D>(row, 2 * c), lo);
-            st_shared_v4(dst + kv * Shape::kTileBytes + tile_offset<D>(row, 2 * c + 1), hi);
-        }
+    for (int i = lane; i < kTileKeys * kChunks; i += 32) {
+        const int row = i / kChunks, c = i % kChunks;
+        uint4 lo, hi;
+        kernels::e4m3x16_to_bf16(ld_shared_v4(src + i * 16), lo, hi);
+        st_shared_v4(dst + tile_offset<D>(row, 2 * c), lo);
+        st_shared_v4(dst + tile_offset<D>(row, 2 * c + 1), hi);
     }
 }
 
@@ -248,6 +293,39 @@ __device__ __forceinline__ void tile_scores(uint32_t k_addr, const uint32_t (&q)
         ldmatrix_x4(k_addr + tile_offset<D>(row, 2 * kk + half), b);
         mma_bf16(s[0], q[kk], b[0], b[1]);
         mma_bf16(s[1], q[kk], b[2], b[3]);
+    }
+}
+
+// S = Q K^T for the tile's 16 keys from the FP8 K codes at k_addr (fp8_k_word_dim, fp8_k_offset), each
+// word turned into the fragment's two bf16 pairs in registers: s[n] is the C fragment of keys 8n .. 8n + 7.
+template <int D>
+__device__ __forceinline__ void tile_scores_fp8(uint32_t k_addr, const uint32_t (&q)[D / 16][4], int lane,
+                                                float (&s)[2][4]) {
+    constexpr int G = kFp8KSlabs<D>;
+    const int g = lane / 4, t = lane % 4;
+#pragma unroll
+    for (int n = 0; n < 2; ++n) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[n][e] = 0.0f;
+        const int key = g + 8 * n;
+#pragma unroll
+        for (int j = 0; j < D / 16 / G; ++j) {
+            uint32_t word[G];
+            const int byte = j * 16 * G + t * 4 * G;   // fp8_k_word_dim(j * G, t)
+            if constexpr (G == 4) {
+                const uint4 v = ld_shared_v4(k_addr + fp8_k_offset<D>(key, byte / 16));
+                word[0] = v.x, word[1] = v.y, word[2] = v.z, word[3] = v.w;
+            } else if constexpr (G == 2) {
+                asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(word[0]), "=r"(word[1]) : "r"(k_addr + key * D + byte) : "memory");
+            } else {
+                asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(word[0]) : "r"(k_addr + key * D + byte) : "memory");
+            }
+#pragma unroll
+            for (int i = 0; i < G; ++i) {
+                using kernels::fp8_pair_to_bf16x2;
+                mma_bf16(s[n], q[j * G + i], fp8_pair_to_bf16x2(word[i] << 8), fp8_pair_to_bf16x2(word[i]));
+            }
+        }
     }
 }
 
@@ -290,12 +368,16 @@ __device__ __forceinline__ void tile_softmax(float (&s)[2][4], int key0, int key
             p[2 * n + h] = bf16x2_bits(pb);
         }
     }
+    // alpha is exactly 1 where the running max did not move (most tiles, once it has settled): the warp
+    // skips o's D / 2 multiplies when no lane needs them, which leaves o bit for bit as it was.
+    if (__any_sync(kernels::kFullMask, alpha[0] != 1.0f || alpha[1] != 1.0f)) {
 #pragma unroll
-    for (int n = 0; n < D / 8; ++n) {
-        st.o[n][0] *= alpha[0];
-        st.o[n][1] *= alpha[0];
-        st.o[n][2] *= alpha[1];
-        st.o[n][3] *= alpha[1];
+        for (int n = 0; n < D / 8; ++n) {
+            st.o[n][0] *= alpha[0];
+            st.o[n][1] *= alpha[0];
+            st.o[n][2] *= alpha[1];
+            st.o[n][3] *= alpha[1];
+        }
     }
 }
 
@@ -353,17 +435,20 @@ __device__ __forceinline__ void attend_warp_tiles(const AttnArgs& a, const Decod
         issue(i + kStages - 1);
         cp_async_wait<kStages - 1>();
         __syncwarp();
-        uint32_t k_addr = ring + (i % kStages) * Shape::kStageBytes;
-        if constexpr (kFp8) {
-            convert_tile<D>(k_addr, converted, lane);
-            __syncwarp();
-            k_addr = converted;
-        }
+        const uint32_t stage = ring + (i % kStages) * Shape::kStageBytes;
         float s[2][4];
         uint32_t p[4];
-        tile_scores<D>(k_addr, q, lane, s);
+        uint32_t v_addr = stage + Shape::kTileBytes;
+        if constexpr (kFp8) {   // K in registers; V into the bf16 tile
+            convert_tile<D>(stage + Shape::kCacheTileBytes, converted, lane);
+            tile_scores_fp8<D>(stage, q, lane, s);
+            v_addr = converted;
+            __syncwarp();
+        } else {
+            tile_scores<D>(stage, q, lane, s);
+        }
         tile_softmax<D, kFp8>(s, key0_of(i), w.key_end, a.scale_log2, st, lane, p);
-        tile_pv<D>(k_addr + Shape::kTileBytes, p, st, lane);
+        tile_pv<D>(v_addr, p, st, lane);
         __syncwarp();   // every lane is done with the stage before the next issue overwrites it
     }
     cp_async_wait<0>();
@@ -508,6 +593,18 @@ cudaError_t launch_decode_d(const AttnArgs& a, const DecodeSplit& split, cudaStr
     err = kernels::launch_pdl(decode_kernel<D, kFp8>, grid, dim3(kThreads), kSmem, stream, a, split);
     if (err != cudaSuccess || split.num_splits == 1) return err;
     return kernels::launch_pdl(combine_kernel, dim3(a.num_seqs, a.num_heads), dim3(D), 0, stream, a, split);
+}
+
+template <bool kFp8>
+int blocks_per_sm(int head_dim) {
+    switch (head_dim) {
+        case 64: return DecodeShape<64, kFp8>::kMinBlocksPerSm;
+        case 80: return DecodeShape<80, kFp8>::kMinBlocksPerSm;
+        case 96: return DecodeShape<96, kFp8>::kMinBlocksPerSm;
+        case 128: return DecodeShape<128, kFp8>::kMinBlocksPerSm;
+        case 256: return DecodeShape<256, kFp8>::kMinBlocksPerSm;
+        default: return 1;
+    }
 }
 
 template <bool kFp8>

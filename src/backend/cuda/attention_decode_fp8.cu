@@ -7,4 +7,6 @@ cudaError_t launch_decode_fp8(const AttnArgs& a, const DecodeSplit& split, cudaS
     return decode::launch</*kFp8=*/true>(a, split, stream);
 }
 
+int decode_blocks_per_sm_fp8(int head_dim) { return decode::blocks_per_sm</*kFp8=*/true>(head_dim); }
+
 }  // namespace hichat::cuda::attn

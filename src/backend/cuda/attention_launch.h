@@ -38,6 +38,10 @@ struct DecodeSplit {
 };
 cudaError_t launch_decode(const AttnArgs& a, const DecodeSplit& split, cudaStream_t stream);   // bf16 cache
 cudaError_t launch_decode_fp8(const AttnArgs& a, const DecodeSplit& split, cudaStream_t stream);
+// Decode blocks resident per SM at this head size (the kernel's launch bound, which its shared memory
+// fits): what the split planner fills waves with.
+int decode_blocks_per_sm(int head_dim);   // bf16 cache
+int decode_blocks_per_sm_fp8(int head_dim);
 
 // Any number of new tokens per sequence (max_seq_len_q of them at most), causal.
 cudaError_t launch_prefill(const AttnArgs& a, int max_seq_len_q, cudaStream_t stream);   // bf16 cache
