@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Decode-attention variants A/B on one GPU, from the repo root with a bundle in .bundle (bin/ and lib/,
-# or .bundle/pack.tar.xz holding them). VARIANTS names builds by suffix: bin/cuda_ops_bench_V and (TESTS=1)
+# or PACK, default .bundle/pack.tar.xz, holding them). VARIANTS names builds by suffix: bin/cuda_ops_bench_V and (TESTS=1)
 # bin/backend_cuda_tests_V for each V ("base" means the unsuffixed binaries), one build per set of
 # compile-time knobs (scripts/build_kernel_variant.sh BUILD V src/backend/cuda/attention_decode_fp8.cu
 # "-DATTN_FP8_STAGES=... -DATTN_FP8_MINB=..." tests/backend_cuda/cuda_ops_bench tests/backend_cuda/backend_cuda_tests).
 # TESTS=1 first runs each build's FP8-KV and attention op tests, and the FP8-KV ones under memcheck.
 # Then `cuda_ops_bench attention` per variant. Prints a table of the decode rows; logs in $OUT/attn_logs.tgz.
 set -uo pipefail
-[ -f .bundle/pack.tar.xz ] && [ ! -d .bundle/bin ] && tar -C .bundle -xJf .bundle/pack.tar.xz
+[ -d .bundle/bin ] || tar -C .bundle -xJf "${PACK:-.bundle/pack.tar.xz}"
 . .bundle/env.sh
 variants=${VARIANTS:?set VARIANTS}
 log=/tmp/attn_logs; mkdir -p $log; table=$OUT/attn_table.txt; : > $table
