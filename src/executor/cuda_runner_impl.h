@@ -214,7 +214,6 @@ struct CudaRunner::Impl {
     void run_mlp(const CudaLayerWeights& w, int num_tokens);
     // Whether an FP8 linear layer of t tokens takes the FP8 GEMM (cuBLASLt) rather than the FP8 GEMV.
     bool fp8_gemm(const CudaLinear& w, const cuda::DeviceBuffer& in, const void* out, int t, int k) const;
-    void quantize_input(const cuda::DeviceBuffer& in, int t, int k);   // into act_q / act_scale
     void fp8_linear(const CudaLinear& w, void* out, cuda::GemmOut type, int t, int n, int k, bool accumulate);
     void linear(const CudaLinear& w, const cuda::DeviceBuffer& in, void* out, cuda::GemmOut type, int t, int n, int k,
                 bool accumulate);

@@ -166,10 +166,6 @@ bool CudaRunner::Impl::fp8_gemm(const CudaLinear& w, const cuda::DeviceBuffer& i
     return w.fp8() && !(t <= kFp8GemvTokens && cuda::fp8_gemv_applies(in.data(), w.weight.data(), out, t, k));
 }
 
-void CudaRunner::Impl::quantize_input(const cuda::DeviceBuffer& in, int t, int k) {
-    CUDA_CHECK(cuda::quantize_fp8_rows(ptr<bf16>(in), t, k, ptr<uint8_t>(act_q), ptr<float>(act_scale), stream));
-}
-
 // out (+)= in W^T for t tokens. A bf16 weight goes to the Gemm (its GEMV at one token); an FP8 one
 // to the FP8 GEMV up to kFp8GemvTokens tokens (bf16 activations, weight-only), else to the FP8 GEMM
 // after per-token quantization of `in` into act_q / act_scale.
@@ -184,7 +180,7 @@ void CudaRunner::Impl::linear(const CudaLinear& w, const cuda::DeviceBuffer& in,
                                   type == cuda::GemmOut::kF32, t, n, k, accumulate, stream));
         return;
     }
-    quantize_input(in, t, k);
+    CUDA_CHECK(cuda::quantize_fp8_rows(ptr<bf16>(in), t, k, ptr<uint8_t>(act_q), ptr<float>(act_scale), stream));
     fp8_linear(w, out, type, t, n, k, accumulate);
 }
 
