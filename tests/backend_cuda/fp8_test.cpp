@@ -235,11 +235,12 @@ TEST_F(Fp8Test, GemmMatchesCpuOnTheQuantizedValues) {
 // scale_fp8_product to bf16, silu_mul and quantize_fp8_rows give; silu_mul with the scales gives
 // the middle step's bf16 bit for bit; without scales, silu_mul_fp8 is silu_mul and quantize_fp8_rows.
 // And against the CPU: the dequantized codes within E4M3's rounding of the SwiGLU of the scaled product.
+// Widths in and at and past the row cache's limit (24064 values).
 TEST_F(Fp8Test, SiluMulFp8EqualsTheUnfusedKernels) {
     const uint32_t seed = fresh_seed();
     SCOPED_TRACE(seed);
     std::mt19937 rng(seed);
-    for (auto [t, inter] : {std::pair{1, 16}, {3, 48}, {9, 1008}, {17, 14336}, {2, 2064}}) {
+    for (auto [t, inter] : {std::pair{1, 16}, {3, 48}, {9, 1008}, {17, 14336}, {2, 2064}, {2, 24064}, {2, 24592}}) {
         SCOPED_TRACE(::testing::Message() << "t " << t << " inter " << inter);
         const size_t count = size_t{1} * t * inter;
         const auto product = to_bf16(random_floats(rng, 2 * count, -3000.0f, 3000.0f));
@@ -286,12 +287,12 @@ TEST_F(Fp8Test, SiluMulFp8EqualsTheUnfusedKernels) {
 }
 
 // rms_norm_fp8 gives, code for code and scale for scale, what rms_norm then quantize_fp8_rows give,
-// at widths in and past rms_norm's registers (4096 floats per row).
+// at widths in and past rms_norm's registers (4096 floats per row) and at and past the row cache's limit (24064 values).
 TEST_F(Fp8Test, RmsNormFp8EqualsRmsNormThenQuantize) {
     const uint32_t seed = fresh_seed();
     SCOPED_TRACE(seed);
     std::mt19937 rng(seed);
-    for (auto [rows, dim] : {std::pair{1, 16}, {7, 2048}, {300, 4096}, {5, 5120}, {3, 8192}}) {
+    for (auto [rows, dim] : {std::pair{1, 16}, {7, 2048}, {300, 4096}, {5, 5120}, {3, 8192}, {2, 24064}, {2, 24580}}) {
         SCOPED_TRACE(::testing::Message() << "rows " << rows << " dim " << dim);
         std::vector<float> x = random_floats(rng, size_t{1} * rows * dim, -4.0f, 4.0f);
         if (rows > 1) x[size_t{1} * dim + 3] = 900.0f;   // one outlier

@@ -39,6 +39,12 @@ __device__ __forceinline__ float block_sum(float v, float* scratch) {
     return total;
 }
 
+// A bf16 pair as the 32-bit word a register or shared memory holds, and back.
+__device__ __forceinline__ uint32_t bf16x2_bits(__nv_bfloat162 v) { return *reinterpret_cast<uint32_t*>(&v); }
+__device__ __forceinline__ float2 bf16x2_to_float2(uint32_t bits) {
+    return __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&bits));
+}
+
 // Eight bf16 in one 16-byte load/store.
 struct alignas(16) Bf16x8 {
     __nv_bfloat162 h[4];
