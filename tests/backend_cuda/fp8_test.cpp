@@ -292,7 +292,7 @@ TEST_F(Fp8Test, RmsNormFp8EqualsRmsNormThenQuantize) {
     const uint32_t seed = fresh_seed();
     SCOPED_TRACE(seed);
     std::mt19937 rng(seed);
-    for (auto [rows, dim] : {std::pair{1, 16}, {7, 2048}, {300, 4096}, {5, 5120}, {3, 8192}, {2, 24064}, {2, 24580}}) {
+    for (auto [rows, dim] : {std::pair{1, 16}, {7, 2048}, {300, 4096}, {5, 5120}, {3, 8192}, {2, 24064}, {2, 24592}}) {
         SCOPED_TRACE(::testing::Message() << "rows " << rows << " dim " << dim);
         std::vector<float> x = random_floats(rng, size_t{1} * rows * dim, -4.0f, 4.0f);
         if (rows > 1) x[size_t{1} * dim + 3] = 900.0f;   // one outlier
