@@ -38,16 +38,6 @@ constexpr int kTileRows = 16, kStepK = 64, kMaxTokens = 8;
 #ifndef FP8_MINB
 #define FP8_MINB 4
 #endif
-// Measurement knobs, off on main: FP8_PREFETCH = passes of each warp's slice prefetched into L2 before
-// pdl_wait() (the weights do not depend on the kernel before, which leaves DRAM idle: RMSNorm, RoPE,
-// attention); FP8_EARLY = 1 lets the next kernel launch at this one's start, so that its blocks take
-// the SMs this one's last blocks leave.
-#ifndef FP8_PREFETCH
-#define FP8_PREFETCH 0
-#endif
-#ifndef FP8_EARLY
-#define FP8_EARLY 0
-#endif
 constexpr int kUnroll = FP8_UNROLL;
 constexpr uint32_t kActScale = kernels::kBf16x2Pow100;   // on the activations
 constexpr float kUnscale = 0x1p20f;          // 2^120 * 2^-100
@@ -136,13 +126,6 @@ __global__ void __launch_bounds__(kThreads, FP8_MINB) fp8_gemv_kernel(const bf16
     const bf16* act = a + static_cast<int64_t>(token ? g : 0) * k + 16 * t;
     float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     const int passes = steps / kUnroll;
-    if constexpr (FP8_EARLY != 0) kernels::pdl_launch_dependents();
-    if constexpr (FP8_PREFETCH > 0) {   // lane t: row g (t even) or g + 8 of passes slice + (2i + t / 2) splits
-        const uint8_t* row = (t % 2 == 0 ? w_lo : w_hi) - 16 * t;
-        const int count = min(FP8_PREFETCH, (passes - slice + splits - 1) / splits);
-        for (int i = t / 2; i < count; i += 2)
-            asm volatile("prefetch.global.L2 [%0];" ::"l"(row + (slice + i * splits) * kUnroll * kStepK));
-    }
     kernels::pdl_wait();
     for (int p = slice; p < passes; p += splits) {
         StepWeights loads[kUnroll];
