@@ -1,11 +1,14 @@
 // Prefill attention (any number of new tokens per sequence), causal, over the paged cache, on tensor
 // cores: flash-attention-2 style, bf16 mma.m16n8k16 with fp32 accumulators (attention_mma.cuh).
 // A "row" is a (new token, query head of the GQA group) pair, flattened token-major within one
-// (sequence, kv head), so the group's heads share every K/V tile. One block of 4 warps takes 64 rows
-// (16 per warp) and walks the keys in tiles of 64: K/V tiles are copied from the paged cache with
-// cp.async, double-buffered, and read with ldmatrix. Per tile a warp computes S = Q K^T (16 x 64),
-// the online softmax in base 2 (fp32, in registers), and O += P V with P re-packed to bf16 straight
-// from the S accumulators. Only the tiles that cross a row's causal limit are masked; a warp skips the
+// (sequence, kv head), so the group's heads share every K/V tile. One block of 4 warps takes 128 rows
+// (32 per warp: two mma row tiles that share every K and V fragment, which halves the shared-memory
+// reads per mma) at head dims up to 128, 64 rows (16 per warp) above, and walks the keys in tiles of
+// 64: K/V tiles are copied from the paged cache with cp.async, double-buffered, and read with
+// ldmatrix. Per tile a warp computes S = Q K^T (32 x 64), the online softmax in base 2 (fp32, in
+// registers), and O += P V with P re-packed to bf16 straight from the S accumulators. With two row
+// tiles Q stays in shared memory (its fragments are reloaded per tile: registers hold O and S);
+// with one it lives in registers. Only the tiles that cross a row's causal limit are masked; a warp skips the
 // tiles entirely past its rows. Blocks of the last (heaviest) row tiles are scheduled first.
 //
 // An FP8 (E4M3) cache (kFp8): the stages hold the tiles' bytes, and the block turns each tile into one
@@ -27,29 +30,52 @@ using bf16 = __nv_bfloat16;
 
 constexpr int kWarps = 4;
 constexpr int kThreads = 32 * kWarps;
-constexpr int kWarpRows = 16;                 // the M of one mma
-constexpr int kBlockRows = kWarps * kWarpRows;
-constexpr int kTileKeys = 64;
+// Measurement knobs (scripts/build_kernel_variant.sh): keys per tile, row tiles per warp, blocks per SM.
+#ifndef ATTN_PREFILL_TILE_KEYS
+#define ATTN_PREFILL_TILE_KEYS 64
+#endif
+constexpr int kTileKeys = ATTN_PREFILL_TILE_KEYS;
 
-// Caps registers at 168 so that three blocks fit per SM (D = 128 takes 178 uncapped; capped, ptxas
-// spills 40 bytes). Measured on an H200, 1 x 4096 causal, 32/8 heads x 128: 208 TFLOP/s, against 172
-// with two blocks per SM. D = 256 holds twice the fragments and 135 KB of tiles: one block per SM.
+#ifndef ATTN_PREFILL_ROW_TILES
+#define ATTN_PREFILL_ROW_TILES 2
+#endif
+#ifndef ATTN_PREFILL_MINB
+#define ATTN_PREFILL_MINB 2
+#endif
+// mma row tiles (16 rows each) per warp: two up to D = 128; one above, where O alone takes 128 registers.
 template <int D>
-constexpr int kMinBlocksPerSm = D > 128 ? 1 : 3;
+constexpr int kRowTiles = D > 128 ? 1 : ATTN_PREFILL_ROW_TILES;
+template <int D>
+constexpr int kWarpRows = 16 * kRowTiles<D>;
+template <int D>
+constexpr int kBlockRows = kWarps * kWarpRows<D>;
+template <int D>
+constexpr bool kQInSmem = kRowTiles<D> > 1 || kBlockRows<D> != kTileKeys;   // else Q's fragments live in registers
+
+// Two row tiles: O and S take 192 registers at D = 128 (255 in all, 56 bytes spilled), two blocks
+// (8 warps) per SM. Measured on an H100 (2026-12-07), 32/8 heads x 128, bf16 cache: 1 x 4096 causal
+// 264 TFLOP/s against 205 with one row tile at three blocks per SM; 1 x 16384 291 against 224; 8B
+// TTFT of 2048 tokens 31.8-32.0 ms against 33.4-34.0. With ATTN_PREFILL_TILE_KEYS=32 (no spills) the
+// op was 5-10% slower but that TTFT 31.4 ms. One row tile: registers capped at 168 so that three
+// blocks fit. D = 256 holds twice the fragments and 135 KB of tiles: one block per SM.
+template <int D>
+constexpr int kMinBlocksPerSm = D > 128 ? 1 : (kRowTiles<D> > 1 ? ATTN_PREFILL_MINB : 3);
 
 // Shared memory: two stages of (K tile, V tile), rows padded by 16 bytes so that the eight 16-byte rows
-// one ldmatrix matrix reads fall in distinct banks. The Q tile passes through stage 1's K tile before
-// the first prefetch lands there (then it lives in registers). 68 KB at D = 128: three blocks per SM.
-// FP8: the two stages hold [64 keys, D] bytes per tile, then one padded bf16 K and V tile (where the
-// Q tile passes); 66 KB at D = 128.
+// one ldmatrix matrix reads fall in distinct banks. FP8: the two stages hold [64 keys, D] bytes per
+// tile, then one padded bf16 K and V tile. With Q in shared memory its padded tile follows (102 KB at
+// D = 128: two blocks per SM); else the Q tile passes through stage 1's K tile (FP8: the bf16 K tile)
+// before the first prefetch lands there (68 KB at D = 128, three blocks per SM).
 template <int D, bool kFp8 = false>
 struct Smem {
-    static_assert(kBlockRows == kTileKeys, "the Q tile borrows a K tile's space");
+    static_assert(kQInSmem<D> || kBlockRows<D> == kTileKeys, "the Q tile borrows a K tile's space");
     static constexpr int kStride = D + 8;   // bf16 per row
     static constexpr int kTileElems = kTileKeys * kStride;
+    static constexpr int kQElems = kQInSmem<D> ? kBlockRows<D> * kStride : 0;
     static constexpr int kFp8TileBytes = kTileKeys * D;
     static constexpr int kStagesBytes = kFp8 ? 4 * kFp8TileBytes : 0;   // FP8 only; bf16 stages are tiles
-    static constexpr int kBytes = kStagesBytes + static_cast<int>(sizeof(bf16)) * (kFp8 ? 2 : 4) * kTileElems;
+    static constexpr int kBytes =
+        kStagesBytes + static_cast<int>(sizeof(bf16)) * ((kFp8 ? 2 : 4) * kTileElems + kQElems);
 };
 
 // Where one block's rows are. Row f (0 <= f < num_flat) is token f / group of the sequence, query head
@@ -74,7 +100,7 @@ template <int D>
 __device__ void load_q_tile(bf16* q_s, const AttnArgs& a, const BlockRows& b) {
     constexpr int kChunks = D / 8;
     const bool vec = (reinterpret_cast<uintptr_t>(a.q) & 15u) == 0;
-    for (int c = threadIdx.x; c < kBlockRows * kChunks; c += kThreads) {
+    for (int c = threadIdx.x; c < kBlockRows<D> * kChunks; c += kThreads) {
         const int r = c / kChunks, part = c % kChunks;
         bf16* dst = q_s + r * Smem<D>::kStride + part * 8;
         const int f = b.flat0 + r;
@@ -175,26 +201,32 @@ __device__ void convert_kv_tile(const uint8_t* k8, const uint8_t* v8, bf16* k_s,
 
 constexpr float kPBias = 100.0f;   // log2 of the FP8 path's factor on P (kernels::kBf16x2Pow100 on Q)
 
-// One warp's 16 rows and their running softmax state. This thread holds rows g = lane / 4 and g + 8
-// (index 0 and 1 below) and, of each 8-column block, columns 2t, 2t + 1 with t = lane % 4.
+// One warp's rows (R tiles of 16) and their running softmax state. In row tile r this thread holds rows
+// 16r + g and 16r + g + 8 (g = lane / 4; index [r][0] and [r][1] below) and, of each 8-column block,
+// columns 2t, 2t + 1 with t = lane % 4.
 template <int D>
 struct WarpRows {
-    uint32_t q[D / 16][4];   // A fragments of Q, one per 16 dims
-    float o[D / 8][4];       // unnormalised output, one C fragment per 8 dims
-    float m[2];              // running max of the scaled scores (base 2)
-    float l[2];              // this thread's part of the running sum (the quad's four parts add up)
-    int limit[2];            // last key each row may see
+    static constexpr int R = kRowTiles<D>;
+    uint32_t q[kQInSmem<D> ? 1 : D / 16][4];   // A fragments of Q, one per 16 dims (Q in registers only)
+    float o[R][D / 8][4];     // unnormalised output, one C fragment per 8 dims
+    float m[R][2];            // running max of the scaled scores (base 2)
+    float l[R][2];            // this thread's part of the running sum (the quad's four parts add up)
+    int limit[R][2];          // last key each row may see
     int min_limit, max_limit;
 
     __device__ void init() {
 #pragma unroll
-        for (int i = 0; i < D / 8; ++i) o[i][0] = o[i][1] = o[i][2] = o[i][3] = 0.0f;
-        m[0] = m[1] = -INFINITY;
-        l[0] = l[1] = 0.0f;
+        for (int r = 0; r < R; ++r) {
+#pragma unroll
+            for (int i = 0; i < D / 8; ++i) o[r][i][0] = o[r][i][1] = o[r][i][2] = o[r][i][3] = 0.0f;
+            m[r][0] = m[r][1] = -INFINITY;
+            l[r][0] = l[r][1] = 0.0f;
+        }
     }
 
-    // With scale_up (FP8), the fragments hold q x 2^100 (exact, |q| < 2^28).
+    // Q in registers: the fragments of the warp's 16 rows; with scale_up (FP8), q x 2^100 (exact, |q| < 2^28).
     __device__ void load_q(const bf16* q_s, int lane, bool scale_up) {
+        static_assert(!kQInSmem<D>);
         const bf16* row = q_s + (lane % 16) * Smem<D>::kStride + (lane / 16) * 8;
 #pragma unroll
         for (int kk = 0; kk < D / 16; ++kk) mma::ldmatrix_x4(q[kk], row + kk * 16);
@@ -212,22 +244,48 @@ struct WarpRows {
     }
 };
 
-// s = Q K^T for the tile's 64 keys: s[j] is the C fragment of keys 8j .. 8j + 7.
+// Q in shared memory, FP8: the block's Q tile x 2^100 in place (exact, |q| < 2^28).
 template <int D>
-__device__ __forceinline__ void score_tile(float (&s)[kTileKeys / 8][4], const WarpRows<D>& w, const bf16* k_s,
-                                           int lane) {
+__device__ void scale_up_q_tile(bf16* q_s) {
+    const uint32_t bits = kernels::kBf16x2Pow100;
+    const __nv_bfloat162 f = *reinterpret_cast<const __nv_bfloat162*>(&bits);
+    for (int c = threadIdx.x; c < kBlockRows<D> * D / 2; c += kThreads) {
+        __nv_bfloat162* p = reinterpret_cast<__nv_bfloat162*>(q_s + (c / (D / 2)) * Smem<D>::kStride) + c % (D / 2);
+        *p = __hmul2(*p, f);
+    }
+}
+
+// s = Q K^T for the tile's 64 keys: s[r][j] is the C fragment of row tile r, keys 8j .. 8j + 7. With Q
+// in shared memory, q_s is the warp's first row.
+template <int D>
+__device__ __forceinline__ void score_tile(float (&s)[kRowTiles<D>][kTileKeys / 8][4], const WarpRows<D>& w,
+                                           const bf16* q_s, const bf16* k_s, int lane) {
+    constexpr int R = kRowTiles<D>;
 #pragma unroll
-    for (int j = 0; j < kTileKeys / 8; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+    for (int r = 0; r < R; ++r) {
+#pragma unroll
+        for (int j = 0; j < kTileKeys / 8; ++j) s[r][j][0] = s[r][j][1] = s[r][j][2] = s[r][j][3] = 0.0f;
+    }
     // Matrices of one ldmatrix_x4: (keys +0, dims +0), (keys +0, dims +8), (keys +8, dims +0), (keys +8, dims +8).
     const bf16* k_row = k_s + ((lane / 16) * 8 + lane % 8) * Smem<D>::kStride + ((lane / 8) % 2) * 8;
+    const bf16* q_row = q_s + (lane % 16) * Smem<D>::kStride + (lane / 16) * 8;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
+        uint32_t qf[R][4];
+        if constexpr (kQInSmem<D>) {
+#pragma unroll
+            for (int r = 0; r < R; ++r) mma::ldmatrix_x4(qf[r], q_row + r * 16 * Smem<D>::kStride + kk * 16);
+        }
 #pragma unroll
         for (int n = 0; n < kTileKeys / 16; ++n) {
             uint32_t b[4];
             mma::ldmatrix_x4(b, k_row + n * 16 * Smem<D>::kStride + kk * 16);
-            mma::mma_bf16(s[2 * n], w.q[kk], b[0], b[1]);
-            mma::mma_bf16(s[2 * n + 1], w.q[kk], b[2], b[3]);
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                const uint32_t(&a)[4] = *(kQInSmem<D> ? &qf[r] : &w.q[kQInSmem<D> ? 0 : kk]);
+                mma::mma_bf16(s[r][2 * n], a, b[0], b[1]);
+                mma::mma_bf16(s[r][2 * n + 1], a, b[2], b[3]);
+            }
         }
     }
 }
@@ -235,15 +293,18 @@ __device__ __forceinline__ void score_tile(float (&s)[kTileKeys / 8][4], const W
 // Scales the scores to base-2 logits and masks the keys past each row's causal limit (only when the
 // tile crosses one of the warp's limits).
 template <int D>
-__device__ __forceinline__ void scale_and_mask(float (&s)[kTileKeys / 8][4], const WarpRows<D>& w, int key0,
-                                               float scale_log2, int lane) {
+__device__ __forceinline__ void scale_and_mask(float (&s)[kRowTiles<D>][kTileKeys / 8][4], const WarpRows<D>& w,
+                                               int key0, float scale_log2, int lane) {
     const bool masked = key0 + kTileKeys - 1 > w.min_limit;
 #pragma unroll
-    for (int j = 0; j < kTileKeys / 8; ++j) {
+    for (int r = 0; r < kRowTiles<D>; ++r) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-            const int key = key0 + j * 8 + 2 * (lane % 4) + (e & 1);
-            s[j][e] = (masked && key > w.limit[e / 2]) ? -INFINITY : s[j][e] * scale_log2;
+        for (int j = 0; j < kTileKeys / 8; ++j) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int key = key0 + j * 8 + 2 * (lane % 4) + (e & 1);
+                s[r][j][e] = (masked && key > w.limit[r][e / 2]) ? -INFINITY : s[r][j][e] * scale_log2;
+            }
         }
     }
 }
@@ -251,81 +312,97 @@ __device__ __forceinline__ void scale_and_mask(float (&s)[kTileKeys / 8][4], con
 // Online softmax: new running max per row (over the quad), rescale of o and l, s -> p = exp2(s - m)
 // (x 2^p_bias).
 template <int D>
-__device__ __forceinline__ void softmax_update(float (&s)[kTileKeys / 8][4], WarpRows<D>& w, float p_bias) {
-    float mx[2] = {w.m[0], w.m[1]};
+__device__ __forceinline__ void softmax_update(float (&s)[kRowTiles<D>][kTileKeys / 8][4], WarpRows<D>& w,
+                                               float p_bias) {
 #pragma unroll
-    for (int j = 0; j < kTileKeys / 8; ++j) {
-        mx[0] = fmaxf(mx[0], fmaxf(s[j][0], s[j][1]));
-        mx[1] = fmaxf(mx[1], fmaxf(s[j][2], s[j][3]));
-    }
-    float alpha[2];
+    for (int r = 0; r < kRowTiles<D>; ++r) {
+        float mx[2] = {w.m[r][0], w.m[r][1]};
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
-        mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
-        // Every row sees key 0 in the first tile, so mx is finite from then on.
-        alpha[r] = mma::exp2_approx(w.m[r] - mx[r]);
-        w.m[r] = mx[r];
-    }
-    float sum[2] = {0.0f, 0.0f};
-#pragma unroll
-    for (int j = 0; j < kTileKeys / 8; ++j) {
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-            s[j][e] = mma::exp2_approx(s[j][e] - w.m[e / 2] + p_bias);
-            sum[e / 2] += s[j][e];
+        for (int j = 0; j < kTileKeys / 8; ++j) {
+            mx[0] = fmaxf(mx[0], fmaxf(s[r][j][0], s[r][j][1]));
+            mx[1] = fmaxf(mx[1], fmaxf(s[r][j][2], s[r][j][3]));
         }
-    }
+        float alpha[2];
 #pragma unroll
-    for (int r = 0; r < 2; ++r) w.l[r] = w.l[r] * alpha[r] + sum[r];
-    if (alpha[0] == 1.0f && alpha[1] == 1.0f) return;   // the max did not move (the common case late on)
+        for (int h = 0; h < 2; ++h) {
+            mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+            mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+            // Every row sees key 0 in the first tile, so mx is finite from then on.
+            alpha[h] = mma::exp2_approx(w.m[r][h] - mx[h]);
+            w.m[r][h] = mx[h];
+        }
+        float sum[2] = {0.0f, 0.0f};
 #pragma unroll
-    for (int i = 0; i < D / 8; ++i) {
-        w.o[i][0] *= alpha[0];
-        w.o[i][1] *= alpha[0];
-        w.o[i][2] *= alpha[1];
-        w.o[i][3] *= alpha[1];
+        for (int j = 0; j < kTileKeys / 8; ++j) {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                s[r][j][e] = mma::exp2_approx(s[r][j][e] - w.m[r][e / 2] + p_bias);
+                sum[e / 2] += s[r][j][e];
+            }
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) w.l[r][h] = w.l[r][h] * alpha[h] + sum[h];
+        if (alpha[0] == 1.0f && alpha[1] == 1.0f) continue;   // the max did not move (the common case late on)
+#pragma unroll
+        for (int i = 0; i < D / 8; ++i) {
+            w.o[r][i][0] *= alpha[0];
+            w.o[r][i][1] *= alpha[0];
+            w.o[r][i][2] *= alpha[1];
+            w.o[r][i][3] *= alpha[1];
+        }
     }
 }
 
 // o += P V: the C fragments of two neighbouring 8-key blocks of P form one A fragment (16 keys).
 template <int D>
-__device__ __forceinline__ void accumulate_pv(WarpRows<D>& w, const float (&p)[kTileKeys / 8][4], const bf16* v_s,
-                                              int lane) {
+__device__ __forceinline__ void accumulate_pv(WarpRows<D>& w, const float (&p)[kRowTiles<D>][kTileKeys / 8][4],
+                                              const bf16* v_s, int lane) {
+    constexpr int R = kRowTiles<D>;
     // Transposed matrices of one ldmatrix_x4: (keys +0, dims +0), (keys +8, dims +0), (keys +0, dims +8),
     // (keys +8, dims +8): registers 0, 1 are B of dims +0, registers 2, 3 B of dims +8.
     const bf16* v_row = v_s + (((lane / 8) % 2) * 8 + lane % 8) * Smem<D>::kStride + (lane / 16) * 8;
 #pragma unroll
     for (int kt = 0; kt < kTileKeys / 16; ++kt) {
-        const uint32_t a[4] = {mma::pack_bf16(p[2 * kt][0], p[2 * kt][1]), mma::pack_bf16(p[2 * kt][2], p[2 * kt][3]),
-                               mma::pack_bf16(p[2 * kt + 1][0], p[2 * kt + 1][1]),
-                               mma::pack_bf16(p[2 * kt + 1][2], p[2 * kt + 1][3])};
+        uint32_t a[R][4];
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+            a[r][0] = mma::pack_bf16(p[r][2 * kt][0], p[r][2 * kt][1]);
+            a[r][1] = mma::pack_bf16(p[r][2 * kt][2], p[r][2 * kt][3]);
+            a[r][2] = mma::pack_bf16(p[r][2 * kt + 1][0], p[r][2 * kt + 1][1]);
+            a[r][3] = mma::pack_bf16(p[r][2 * kt + 1][2], p[r][2 * kt + 1][3]);
+        }
 #pragma unroll
         for (int db = 0; db < D / 16; ++db) {
             uint32_t b[4];
             mma::ldmatrix_x4_trans(b, v_row + kt * 16 * Smem<D>::kStride + db * 16);
-            mma::mma_bf16(w.o[2 * db], a, b[0], b[1]);
-            mma::mma_bf16(w.o[2 * db + 1], a, b[2], b[3]);
+#pragma unroll
+            for (int r = 0; r < R; ++r) {
+                mma::mma_bf16(w.o[r][2 * db], a[r], b[0], b[1]);
+                mma::mma_bf16(w.o[r][2 * db + 1], a[r], b[2], b[3]);
+            }
         }
     }
 }
 
-// out = o / l for this thread's two rows (those at or past num_flat are padding and not stored).
+// out = o / l for this thread's rows (those at or past num_flat are padding and not stored).
 template <int D>
 __device__ void store_rows(WarpRows<D>& w, const AttnArgs& a, const BlockRows& b, int warp_flat0, int lane) {
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        float l = w.l[r];
-        l += __shfl_xor_sync(0xffffffffu, l, 1);
-        l += __shfl_xor_sync(0xffffffffu, l, 2);
-        const int f = warp_flat0 + lane / 4 + 8 * r;
-        if (f >= b.num_flat) continue;
-        const float inv_l = a.out_scale / l;   // key 0 is always visible: l > 0
-        bf16* dst = a.out + b.offset(f, a.num_heads, D) + 2 * (lane % 4);
+    for (int r = 0; r < kRowTiles<D>; ++r) {
 #pragma unroll
-        for (int i = 0; i < D / 8; ++i)
-            *reinterpret_cast<__nv_bfloat162*>(dst + 8 * i) =
-                __floats2bfloat162_rn(w.o[i][2 * r] * inv_l, w.o[i][2 * r + 1] * inv_l);
+        for (int h = 0; h < 2; ++h) {
+            float l = w.l[r][h];
+            l += __shfl_xor_sync(0xffffffffu, l, 1);
+            l += __shfl_xor_sync(0xffffffffu, l, 2);
+            const int f = warp_flat0 + 16 * r + lane / 4 + 8 * h;
+            if (f >= b.num_flat) continue;
+            const float inv_l = a.out_scale / l;   // key 0 is always visible: l > 0
+            bf16* dst = a.out + b.offset(f, a.num_heads, D) + 2 * (lane % 4);
+#pragma unroll
+            for (int i = 0; i < D / 8; ++i)
+                *reinterpret_cast<__nv_bfloat162*>(dst + 8 * i) =
+                    __floats2bfloat162_rn(w.o[r][i][2 * h] * inv_l, w.o[r][i][2 * h + 1] * inv_l);
+        }
     }
 }
 
@@ -334,12 +411,17 @@ __device__ void store_rows(WarpRows<D>& w, const AttnArgs& a, const BlockRows& b
 template <int D>
 __device__ void set_limits(WarpRows<D>& w, const BlockRows& b, int warp_flat0, int lane) {
     if (warp_flat0 >= b.num_flat) {
-        w.limit[0] = w.limit[1] = w.min_limit = w.max_limit = -1;
+        w.min_limit = w.max_limit = -1;
+#pragma unroll
+        for (int r = 0; r < kRowTiles<D>; ++r) w.limit[r][0] = w.limit[r][1] = -1;
         return;
     }
-    const int last = min(warp_flat0 + kWarpRows - 1, b.num_flat - 1);
-    w.limit[0] = b.limit(min(warp_flat0 + lane / 4, last));
-    w.limit[1] = b.limit(min(warp_flat0 + lane / 4 + 8, last));
+    const int last = min(warp_flat0 + kWarpRows<D> - 1, b.num_flat - 1);
+#pragma unroll
+    for (int r = 0; r < kRowTiles<D>; ++r) {
+        w.limit[r][0] = b.limit(min(warp_flat0 + 16 * r + lane / 4, last));
+        w.limit[r][1] = b.limit(min(warp_flat0 + 16 * r + lane / 4 + 8, last));
+    }
     w.min_limit = b.limit(warp_flat0);
     w.max_limit = b.limit(last);
 }
@@ -349,11 +431,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<D>) prefill_kernel(A
     using Cache = std::conditional_t<kFp8, uint8_t, bf16>;
     using S = Smem<D, kFp8>;
     extern __shared__ __align__(16) unsigned char smem_raw[];
-    // bf16: stage i holds K at 2i tiles in, V at 2i + 1; the Q tile passes through stage 1's K tile.
-    // FP8: stage i's codes at 2i and 2i + 1 FP8 tiles in, then the bf16 K and V tiles (Q passes there).
+    // bf16: stage i holds K at 2i tiles in, V at 2i + 1. FP8: stage i's codes at 2i and 2i + 1 FP8 tiles
+    // in, then the bf16 K and V tiles. Then Q's own tile, or Q passes through stage 1's K tile (FP8: the
+    // bf16 K tile).
     uint8_t* stages8 = smem_raw;
     bf16* kv_s = reinterpret_cast<bf16*>(smem_raw + S::kStagesBytes);
-    bf16* q_s = kFp8 ? kv_s : kv_s + 2 * S::kTileElems;
+    bf16* q_s = kQInSmem<D> ? kv_s + (kFp8 ? 2 : 4) * S::kTileElems : (kFp8 ? kv_s : kv_s + 2 * S::kTileElems);
     auto stage_k = [&](int stage) -> Cache* {
         if constexpr (kFp8) return stages8 + 2 * stage * S::kFp8TileBytes;
         else return kv_s + 2 * stage * S::kTileElems;
@@ -366,10 +449,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<D>) prefill_kernel(A
     b.q_begin = a.cu_seqlens_q[s];
     b.group = a.num_heads / a.num_kv_heads;
     b.num_flat = (a.cu_seqlens_q[s + 1] - b.q_begin) * b.group;
-    b.flat0 = (gridDim.z - 1 - blockIdx.z) * kBlockRows;   // heaviest tiles first
+    b.flat0 = (gridDim.z - 1 - blockIdx.z) * kBlockRows<D>;   // heaviest tiles first
     if (b.flat0 >= b.num_flat || (a.prefill_skips_single && b.num_flat == b.group)) return;
     b.q_pos0 = a.seq_lens_kv[s] - b.num_flat / b.group;
-    b.key_end = b.limit(min(b.flat0 + kBlockRows, b.num_flat) - 1) + 1;
+    b.key_end = b.limit(min(b.flat0 + kBlockRows<D>, b.num_flat) - 1) + 1;
     KvPages<Cache> pages;
     pages.k = static_cast<const Cache*>(a.k_cache) + b.kv_head * D;
     pages.v = static_cast<const Cache*>(a.v_cache) + b.kv_head * D;
@@ -378,7 +461,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<D>) prefill_kernel(A
     pages.block_size = a.block_size;
     pages.block_shift = (a.block_size & (a.block_size - 1)) == 0 ? __ffs(a.block_size) - 1 : -1;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-    const int warp_flat0 = b.flat0 + warp * kWarpRows;
+    const int warp_flat0 = b.flat0 + warp * kWarpRows<D>;
+    const bf16* warp_q_s = q_s + warp * kWarpRows<D> * S::kStride;
 
     WarpRows<D> w;
     w.init();
@@ -390,8 +474,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<D>) prefill_kernel(A
     mma::cp_async_commit();
     mma::cp_async_wait<0>();
     __syncthreads();   // Q (and tile 0) in shared memory
-    w.load_q(q_s + warp * kWarpRows * S::kStride, lane, kFp8);
-    __syncthreads();   // every warp holds its Q fragments: stage 1 (FP8: the bf16 tiles) is free
+    if constexpr (kQInSmem<D>) {
+        if constexpr (kFp8) {
+            scale_up_q_tile<D>(q_s);
+            __syncthreads();
+        }
+    } else {
+        w.load_q(warp_q_s, lane, kFp8);
+        __syncthreads();   // every warp holds its Q fragments: stage 1 (FP8: the bf16 tiles) is free
+    }
     for (int t = 0; t < num_tiles; ++t) {
         const int key0 = t * kTileKeys;
         if (t + 1 < num_tiles) {   // prefetch the next tile into the other stage
@@ -412,8 +503,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<D>) prefill_kernel(A
             k_s = stage_k(t % 2);
         }
         if (key0 <= w.max_limit) {
-            float sc[kTileKeys / 8][4];
-            score_tile<D>(sc, w, k_s, lane);
+            float sc[kRowTiles<D>][kTileKeys / 8][4];
+            score_tile<D>(sc, w, warp_q_s, k_s, lane);
             scale_and_mask<D>(sc, w, key0, a.scale_log2, lane);
             softmax_update<D>(sc, w, kFp8 ? kPBias : 0.0f);
             accumulate_pv<D>(w, sc, k_s + S::kTileElems, lane);
@@ -426,7 +517,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm<D>) prefill_kernel(A
 template <int D, bool kFp8>
 cudaError_t launch_prefill_d(const AttnArgs& a, int max_seq_len_q, cudaStream_t stream) {
     const int group = a.num_heads / a.num_kv_heads;
-    const int64_t num_row_tiles = (static_cast<int64_t>(max_seq_len_q) * group + kBlockRows - 1) / kBlockRows;
+    const int64_t num_row_tiles = (static_cast<int64_t>(max_seq_len_q) * group + kBlockRows<D> - 1) / kBlockRows<D>;
     if (a.num_seqs > 65535 || num_row_tiles > 65535 || a.num_kv_heads > 65535) return cudaErrorInvalidValue;
     // Over 48 KB of shared memory needs an opt-in; done once per process, on the first call (eager: the
     // runner captures only decode steps in graphs, and those never come here).
