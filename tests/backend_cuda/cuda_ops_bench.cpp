@@ -241,7 +241,7 @@ void bench_attention(std::mt19937& rng) {
     // Prefill (tensor cores): fresh prompts and chunks of new tokens over a cached prefix. FLOPs count the
     // causal half only: 4 * head_dim * heads per (query, visible key) pair.
     struct PrefillShape { int seqs, num_new, kv_len; };
-    for (auto [seqs, num_new, len] : {PrefillShape{1, 4096, 4096}, PrefillShape{8, 1024, 1024},
+    for (auto [seqs, num_new, len] : {PrefillShape{1, 2048, 2048}, PrefillShape{1, 4096, 4096}, PrefillShape{8, 1024, 1024},
                                       PrefillShape{1, 16384, 16384}, PrefillShape{4, 512, 8192},
                                       PrefillShape{16, 128, 2048}}) {
         AttentionSetup s = make_attention(seqs, num_new, len, rng);
