@@ -159,6 +159,21 @@ constexpr double kSteady = 1.6;
 // steady (and skipped), where the ASan run of the same CI passed.
 constexpr int kRounds = 5;
 
+// Under AddressSanitizer the engine runs many times slower and its timing judges nothing about the
+// scheduler (the release build's run does): one round there, for the sanitizers to watch the engine,
+// with the checks that do not depend on time, then a visible skip (it took 268 s of CI's serial time).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
 TEST_F(LatencyTargetEngineTest, TargetedItlHoldsP99WithinTwiceTheMedianWhereTheFixedBudgetDoesNot) {
     bool held = false;
     int steady_rounds = 0;
@@ -173,9 +188,10 @@ TEST_F(LatencyTargetEngineTest, TargetedItlHoldsP99WithinTwiceTheMedianWhereTheF
                     round, fixed.p50, fixed.p99, static_cast<long long>(fixed.steps), target, tuned.p50, tuned.p99,
                     static_cast<long long>(tuned.steps), static_cast<long long>(tuned.itl_misses), fixed.decode_noise,
                     tuned.decode_noise);
-        EXPECT_GT(fixed.p99, 2 * fixed.p50) << "the fixed budget stalls the streams";
         EXPECT_EQ(fixed.itl_misses, 0) << "no target, no misses counted";
         EXPECT_EQ(tuned.num_reports, tuned.steps) << "every step reached the on_step hook";
+        if (kSanitized) GTEST_SKIP() << "latency is judged by the release build's run, not under the sanitizers";
+        EXPECT_GT(fixed.p99, 2 * fixed.p50) << "the fixed budget stalls the streams";
         if (fixed.decode_noise > kSteady || tuned.decode_noise > kSteady) continue;   // a busy machine: no verdict
         ++steady_rounds;
         held = tuned.p99 <= 2 * tuned.p50 && tuned.p99 <= 1.5 * target;
