@@ -68,7 +68,6 @@ constexpr int kMinBlocksPerSm = D > 128 ? 1 : (kRowTiles<D> > 1 ? ATTN_PREFILL_M
 // before the first prefetch lands there (68 KB at D = 128, three blocks per SM).
 template <int D, bool kFp8 = false>
 struct Smem {
-    static_assert(kQInSmem<D> || kBlockRows<D> == kTileKeys, "the Q tile borrows a K tile's space");
     static constexpr int kStride = D + 8;   // bf16 per row
     static constexpr int kTileElems = kTileKeys * kStride;
     static constexpr int kQElems = kQInSmem<D> ? kBlockRows<D> * kStride : 0;
@@ -271,10 +270,15 @@ __device__ __forceinline__ void score_tile(float (&s)[kRowTiles<D>][kTileKeys / 
     const bf16* q_row = q_s + (lane % 16) * Smem<D>::kStride + (lane / 16) * 8;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
-        uint32_t qf[R][4];
-        if constexpr (kQInSmem<D>) {
+        uint32_t qf[R][4];   // Q's A fragments of these 16 dims, one per row tile
 #pragma unroll
-            for (int r = 0; r < R; ++r) mma::ldmatrix_x4(qf[r], q_row + r * 16 * Smem<D>::kStride + kk * 16);
+        for (int r = 0; r < R; ++r) {
+            if constexpr (kQInSmem<D>) {
+                mma::ldmatrix_x4(qf[r], q_row + r * 16 * Smem<D>::kStride + kk * 16);
+            } else {
+#pragma unroll
+                for (int i = 0; i < 4; ++i) qf[r][i] = w.q[kk][i];
+            }
         }
 #pragma unroll
         for (int n = 0; n < kTileKeys / 16; ++n) {
@@ -282,9 +286,8 @@ __device__ __forceinline__ void score_tile(float (&s)[kRowTiles<D>][kTileKeys / 
             mma::ldmatrix_x4(b, k_row + n * 16 * Smem<D>::kStride + kk * 16);
 #pragma unroll
             for (int r = 0; r < R; ++r) {
-                const uint32_t(&a)[4] = *(kQInSmem<D> ? &qf[r] : &w.q[kQInSmem<D> ? 0 : kk]);
-                mma::mma_bf16(s[r][2 * n], a, b[0], b[1]);
-                mma::mma_bf16(s[r][2 * n + 1], a, b[2], b[3]);
+                mma::mma_bf16(s[r][2 * n], qf[r], b[0], b[1]);
+                mma::mma_bf16(s[r][2 * n + 1], qf[r], b[2], b[3]);
             }
         }
     }

@@ -133,21 +133,17 @@ __global__ void __launch_bounds__(kThreads, FP8_MINB) fp8_gemv_kernel(const bf16
     float c[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     const int passes = steps / kUnroll;
     int p = slice;
-    if constexpr (FP8_PRELOAD != 0) {
-        StepWeights first[kUnroll];
-        const bool preload = p < passes;
-        if (preload) {
+    const bool preload = FP8_PRELOAD != 0 && p < passes;
+    StepWeights first[kUnroll];
+    if (preload) {
 #pragma unroll
-            for (int u = 0; u < kUnroll; ++u) first[u] = load_step(w_lo, w_hi, (p * kUnroll + u) * kStepK);
-        }
-        kernels::pdl_wait();
-        if (preload) {
+        for (int u = 0; u < kUnroll; ++u) first[u] = load_step(w_lo, w_hi, (p * kUnroll + u) * kStepK);
+    }
+    kernels::pdl_wait();
+    if (preload) {
 #pragma unroll
-            for (int u = 0; u < kUnroll; ++u) mma_step(c, first[u], act, token, (p * kUnroll + u) * kStepK);
-            p += splits;
-        }
-    } else {
-        kernels::pdl_wait();
+        for (int u = 0; u < kUnroll; ++u) mma_step(c, first[u], act, token, (p * kUnroll + u) * kStepK);
+        p += splits;
     }
     for (; p < passes; p += splits) {
         StepWeights loads[kUnroll];
