@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # build_kernel_variant.sh BUILD_DIR NAME SOURCES "NVCC FLAGS" [TARGET...]
 #
-# Sources of backend_cuda (SOURCES: one path, or several joined by commas) recompiled with extra flags
-# (typically -D knobs a kernel reads for measurement) and linked into copies of TARGETs named
+# Sources of the project's libraries (SOURCES: one path, or several joined by commas; each source's
+# library is found from its object, e.g. src/executor/cuda_runner.cpp in libexecutor.a) recompiled
+# with extra flags (typically -D knobs a kernel or the runner reads for measurement) and linked into
+# copies of TARGETs named
 # <exe>_NAME, in BUILD_DIR/variants/NAME; the build itself is left as it is. With SRC_ROOT set to
 # another checkout (a worktree with a patch applied), the sources and the headers under its src/ are
 # compiled instead of the build's. For A/B runs on the GPU machine (scripts/device_fp8_gemv_ab.sh,
@@ -20,11 +22,15 @@ src_root=${SRC_ROOT:-}
 [ -z "$src_root" ] || src_root=$(cd "$src_root" && pwd)
 out=$build/variants/$name; mkdir -p "$out"
 cd "$build"
-cp src/backend/cuda/libbackend_cuda.a "$out/"
 IFS=, read -r -a list <<< "$sources"
+libs=()   # the libraries rebuilt, as paths in the build (src/backend/cuda/libbackend_cuda.a)
 for path in "${list[@]}"; do
-  source=$(basename "$path")
-  object=src/backend/cuda/CMakeFiles/backend_cuda.dir/$source.o
+  source=$(basename "$path"); dir=$(dirname "$path")
+  object=$(ninja -t commands "${targets[0]}" | grep -oE -- "-o $dir/CMakeFiles/[a-z_]+\.dir/$source\.o" | head -n 1 || true)
+  object=${object#-o }
+  [ -n "$object" ] || { echo "build_kernel_variant: no object for $path in $build" >&2; exit 1; }
+  lib=$(basename "$(dirname "$object")" .dir); lib=$dir/lib$lib.a
+  case " ${libs[*]} " in *" $lib "*) ;; *) cp "$lib" "$out/"; libs+=("$lib") ;; esac
   compile=$(ninja -t commands "${targets[0]}" | grep -F -- "-o $object" | head -n 1 || true)
   [ -n "$compile" ] || { echo "build_kernel_variant: no compile command for $object in $build" >&2; exit 1; }
   compile=${compile/" -o $object"/" -o $out/$source.o"}
@@ -32,11 +38,11 @@ for path in "${list[@]}"; do
   compile=$(echo "$compile" | sed -E "s# -MF [^ ]+# -MF $out/$source.d#")
   [ -z "$src_root" ] || compile=${compile//$repo\/src/$src_root\/src}
   eval "$compile"
-  (cd "$out" && ar r libbackend_cuda.a "$source.o")
+  (cd "$out" && ar r "$(basename "$lib")" "$source.o")
 done
 for t in "${targets[@]}"; do
   link=$(ninja -t commands "$t" | tail -n 1)
-  link=${link//src\/backend\/cuda\/libbackend_cuda.a/$out\/libbackend_cuda.a}
+  for lib in "${libs[@]}"; do link=${link//$lib/$out\/$(basename "$lib")}; done
   link=$(echo "$link" | sed -E "s# -o $t # -o $out/$(basename "$t")_$name #")
   eval "$link"
 done

@@ -83,7 +83,11 @@ constexpr int kMinGraphKvLen = 256;
 // FP8 GEMM: steps of up to kFp8GemvTokens tokens go to the FP8 GEMV; longer ones to cuBLASLt's
 // unit-scale product (bf16), whose scales the next kernel applies: qkv_rope_kv_write, silu_mul(_fp8),
 // or for o_proj and down_proj scale_fp8_product adding the product from fp8_product to x.
-constexpr int kFp8GemvTokens = 8;
+// FP8_GEMV_TOKENS: a measurement knob (scripts/build_executor_variant.sh); 0 sends every step to cuBLASLt.
+#ifndef FP8_GEMV_TOKENS
+#define FP8_GEMV_TOKENS 8
+#endif
+constexpr int kFp8GemvTokens = FP8_GEMV_TOKENS;
 
 // Batch sizes that have decode graphs: 1, 2, 4, 8, then every 8 up to 256, then every 32.
 inline int graph_batch_bucket(int n) {
