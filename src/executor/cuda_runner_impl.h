@@ -83,7 +83,7 @@ constexpr int kMinGraphKvLen = 256;
 // FP8 GEMM: steps of up to kFp8GemvTokens tokens go to the FP8 GEMV; longer ones to cuBLASLt's
 // unit-scale product (bf16), whose scales the next kernel applies: qkv_rope_kv_write, silu_mul(_fp8),
 // or for o_proj and down_proj scale_fp8_product adding the product from fp8_product to x.
-// FP8_GEMV_TOKENS: a measurement knob (scripts/build_executor_variant.sh); 0 sends every step to cuBLASLt.
+// FP8_GEMV_TOKENS: a measurement knob (scripts/build_kernel_variant.sh); 0 sends every step to cuBLASLt.
 #ifndef FP8_GEMV_TOKENS
 #define FP8_GEMV_TOKENS 8
 #endif
