@@ -17,7 +17,6 @@
 // activations are multiplied by 2^100 (exact in bf16 below 2^28), so the products sit in fp32's normal
 // range; the row's sum is multiplied by 2^20 * w_scale[row] at the end.
 
-#include "backend/cuda/device_info.h"
 #include "backend/cuda/e4m3_bf16.cuh"
 #include "backend/cuda/kernel_util.cuh"
 #include "backend/cuda/ops.h"
@@ -32,7 +31,9 @@ constexpr int kTileRows = 16, kStepK = 64, kMaxTokens = 8;
 // setting, scripts/device_fp8_gemv_ab.sh compares them). 8B batch 1 on an H100, 2026-12-06 (bench/results/fp8-gemv-ilv-h100-2026-12-06.txt, two
 // rounds alternating): 4 steps and 3 blocks with each slice a contiguous k range (main before) 3.536 /
 // 3.537 ms per token; the same with the interleaved passes below 3.461 / 3.462; 2 steps and 4 blocks,
-// interleaved, 3.449 / 3.449.
+// interleaved, 3.449 / 3.449. Blocks of 16 warps (8 slices of k per gate/up tile, and 16 per o and
+// down tile, whose 256 tiles fit in 2 blocks per SM) were slower: 3.572 against 3.453 (H100,
+// 2026-12-07, one round).
 #ifndef FP8_UNROLL
 #define FP8_UNROLL 2
 #endif
@@ -45,17 +46,7 @@ constexpr int kTileRows = 16, kStepK = 64, kMaxTokens = 8;
 #ifndef FP8_PRELOAD
 #define FP8_PRELOAD 0
 #endif
-// Measurement knobs: warps per block of the SwiGLU instance (8 on main; 16 lets a gate/up pair of
-// tiles take 8 slices of k each, as the plain instance does); FP8_WIDE = 1 gives the plain instance
-// blocks of 16 warps (16 slices of k per tile) where the tiles fit in 2 blocks per SM (o and down of
-// the 8B: 256 tiles), doubling the warps streaming them.
-#ifndef FP8_PAIR_WARPS
-#define FP8_PAIR_WARPS 8
-#endif
-#ifndef FP8_WIDE
-#define FP8_WIDE 0
-#endif
-constexpr int kUnroll = FP8_UNROLL, kPairWarps = FP8_PAIR_WARPS, kWideWarps = 16;
+constexpr int kUnroll = FP8_UNROLL;
 constexpr uint32_t kActScale = kernels::kBf16x2Pow100;   // on the activations
 constexpr float kUnscale = 0x1p20f;          // 2^120 * 2^-100
 
@@ -118,12 +109,11 @@ __device__ __forceinline__ void mma_step(float (&c)[4], const StepWeights& s, co
 // SwiGLU (kPair true, n = 2 * intermediate rows of gate then up): local tiles 2p and 2p + 1 are the
 // gate and up rows [16 j, 16 j + 16) of pair j = blockIdx.x * (kWarps / splits / 2) + p, and d (bf16
 // [m, intermediate]) gets silu(g) * u of the bf16-rounded g and u, as silu_mul() of the bf16 products.
-template <bool kPair, int kBlockWarps>
-__global__ void __launch_bounds__(32 * kBlockWarps, FP8_MINB * kWarps / kBlockWarps) fp8_gemv_kernel(const bf16* __restrict__ a, const uint8_t* __restrict__ w,
+template <bool kPair>
+__global__ void __launch_bounds__(kThreads, FP8_MINB) fp8_gemv_kernel(const bf16* __restrict__ a, const uint8_t* __restrict__ w,
                                                             const float* __restrict__ w_scale, void* __restrict__ d,
                                                             int m, int n, int k, int splits, bool f32_out,
                                                             bool accumulate) {
-    constexpr int kWarps = kBlockWarps;
     __shared__ float partial[kWarps][4][32];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const int local = warp / splits, slice = warp % splits;
@@ -236,15 +226,9 @@ cudaError_t fp8_gemv(const bf16* a, const uint8_t* w, const float* w_scale, void
         return cudaErrorInvalidValue;
     }
     const int tiles = kernels::ceil_div(n, kTileRows);
-    if constexpr (FP8_WIDE != 0) {
-        if (splits == 0 && tiles <= 2 * cuda_num_sms() && choose_splits(k / kStepK, kWideWarps) == kWideWarps) {
-            return kernels::launch_pdl(fp8_gemv_kernel<false, kWideWarps>, dim3(tiles), dim3(32 * kWideWarps), 0,
-                                       stream, a, w, w_scale, d, m, n, k, kWideWarps, f32_out, accumulate);
-        }
-    }
     if (splits == 0) splits = choose_splits(k / kStepK, kWarps);
-    return kernels::launch_pdl(fp8_gemv_kernel<false, kWarps>, dim3(kernels::ceil_div(tiles, kWarps / splits)),
-                               dim3(kThreads), 0, stream, a, w, w_scale, d, m, n, k, splits, f32_out, accumulate);
+    return kernels::launch_pdl(fp8_gemv_kernel<false>, dim3(kernels::ceil_div(tiles, kWarps / splits)), dim3(kThreads),
+                               0, stream, a, w, w_scale, d, m, n, k, splits, f32_out, accumulate);
 }
 
 cudaError_t fp8_gemv_silu_mul(const bf16* a, const uint8_t* w_gate_up, const float* w_scale, bf16* out, int m,
@@ -254,9 +238,9 @@ cudaError_t fp8_gemv_silu_mul(const bf16* a, const uint8_t* w_gate_up, const flo
         return cudaErrorInvalidValue;
     }
     const int pairs = kernels::ceil_div(intermediate, kTileRows);
-    const int splits = choose_splits(k / kStepK, kPairWarps / 2);
-    return kernels::launch_pdl(fp8_gemv_kernel<true, kPairWarps>, dim3(kernels::ceil_div(pairs, kPairWarps / splits / 2)),
-                               dim3(32 * kPairWarps), 0, stream, a, w_gate_up, w_scale, static_cast<void*>(out), m,
+    const int splits = choose_splits(k / kStepK, kWarps / 2);
+    return kernels::launch_pdl(fp8_gemv_kernel<true>, dim3(kernels::ceil_div(pairs, kWarps / splits / 2)),
+                               dim3(kThreads), 0, stream, a, w_gate_up, w_scale, static_cast<void*>(out), m,
                                2 * intermediate, k, splits, false, false);
 }
 
