@@ -13,6 +13,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -92,22 +93,34 @@ const hichat::api::HttpServer& server() {
     return *s;
 }
 
-// Sends `bytes` and the closing request, then returns everything the server sent until it closed.
-std::string exchange(std::string_view bytes) {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    require(fd >= 0, "socket() failed");
+// A socket connected to the server. libFuzzer's -timeout alarm (SIGALRM every 16 s) can interrupt a
+// blocking connect(): that attempt is dropped and a fresh socket tried.
+int connect_to_server() {
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(static_cast<uint16_t>(server().port()));
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    timeval timeout{20, 0};  // far beyond the server's own timeouts: no answer by then is a hang
-    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
-    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
-    require(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0, "connect() failed");
+    for (int attempt = 0;; ++attempt) {
+        int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        require(fd >= 0, "socket() failed");
+        timeval timeout{20, 0};  // far beyond the server's own timeouts: no answer by then is a hang
+        ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof(timeout));
+        ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, sizeof(timeout));
+        if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0) return fd;
+        const int error = errno;
+        ::close(fd);
+        if (error != EINTR || attempt == 4) fail(std::string("connect() failed: ") + std::strerror(error));
+    }
+}
+
+// Sends `bytes` and the closing request, then returns everything the server sent until it closed.
+std::string exchange(std::string_view bytes) {
+    const int fd = connect_to_server();
     std::string out(bytes);
     out += kLastRequest;
     for (size_t sent = 0; sent < out.size();) {
         ssize_t n = ::send(fd, out.data() + sent, out.size() - sent, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
         if (n <= 0) break;  // the server may close early (413, 431, 400) without reading everything
         sent += static_cast<size_t>(n);
     }
