@@ -22,16 +22,17 @@ src_root=${SRC_ROOT:-}
 [ -z "$src_root" ] || src_root=$(cd "$src_root" && pwd)
 out=$build/variants/$name; mkdir -p "$out"
 cd "$build"
+commands=$(ninja -t commands "${targets[0]}")   # every compile and link command the first target needs
 IFS=, read -r -a list <<< "$sources"
 libs=()   # the libraries rebuilt, as paths in the build (src/backend/cuda/libbackend_cuda.a)
 for path in "${list[@]}"; do
   source=$(basename "$path"); dir=$(dirname "$path")
-  object=$(ninja -t commands "${targets[0]}" | grep -oE -- "-o $dir/CMakeFiles/[a-z_]+\.dir/$source\.o" | head -n 1 || true)
+  object=$(echo "$commands" | grep -oE -- "-o $dir/CMakeFiles/[a-z_]+\.dir/$source\.o" | head -n 1 || true)
   object=${object#-o }
   [ -n "$object" ] || { echo "build_kernel_variant: no object for $path in $build" >&2; exit 1; }
   lib=$(basename "$(dirname "$object")" .dir); lib=$dir/lib$lib.a
   case " ${libs[*]} " in *" $lib "*) ;; *) cp "$lib" "$out/"; libs+=("$lib") ;; esac
-  compile=$(ninja -t commands "${targets[0]}" | grep -F -- "-o $object" | head -n 1 || true)
+  compile=$(echo "$commands" | grep -F -- "-o $object" | head -n 1 || true)
   [ -n "$compile" ] || { echo "build_kernel_variant: no compile command for $object in $build" >&2; exit 1; }
   compile=${compile/" -o $object"/" -o $out/$source.o"}
   compile=${compile/" -MF "/" $flags -MF "}
