@@ -46,11 +46,15 @@ void CudaRunner::Impl::enqueue_layers(const cuda::AttentionMetadata& m, const Fo
     }
     CUDA_CHECK(cuda::embedding(device_meta(layout.ids), ptr<int32_t>(ids), m.num_tokens, ptr<bf16>(weights.embed),
                                cfg.hidden_size, ptr<float>(x), stream));
-    for (int layer = 0; layer < first; ++layer) run_layer(layer, weights.layers[static_cast<size_t>(layer)], m, m.num_tokens);
+    normed_ahead = false;
+    for (int layer = 0; layer < first; ++layer) {
+        const CudaLayerWeights* next = layer + 1 < first ? &weights.layers[static_cast<size_t>(layer) + 1] : nullptr;
+        run_layer(layer, weights.layers[static_cast<size_t>(layer)], next, m, m.num_tokens);
+    }
     for (int i = 0; i < num_streamed; ++i) {
         const auto s = static_cast<size_t>(i % 2);
         CUDA_CHECK(stage_loaded[s].make_wait(stream));
-        run_layer(first + i, staged[static_cast<size_t>(i)], m, m.num_tokens);
+        run_layer(first + i, staged[static_cast<size_t>(i)], nullptr, m, m.num_tokens);
         if (i + 2 >= num_streamed) continue;
         CUDA_CHECK(stage_freed[s].record(stream));
         enqueue_weight_copy(i + 2, /*wait_freed=*/true);
@@ -66,10 +70,13 @@ void CudaRunner::Impl::run_cpu_layers(const ForwardBatch& batch, int num_tokens)
     CUDA_CHECK(cudaMemcpyAsync(x.data(), host_x.data(), bytes, cudaMemcpyHostToDevice, stream));
 }
 
-void CudaRunner::Impl::run_layer(int layer, const CudaLayerWeights& w, const cuda::AttentionMetadata& m, int t) {
+// `next`: the layer after this one where its weights are resident (else null), whose attn_norm may be
+// fused into this layer's down_proj (FP8 GEMMs both).
+void CudaRunner::Impl::run_layer(int layer, const CudaLayerWeights& w, const CudaLayerWeights* next,
+                                 const cuda::AttentionMetadata& m, int t) {
     const int hidden = cfg.hidden_size;
     const bool qkv_unit = fp8_gemm(w.qkv, h, qkv.data(), t, hidden);   // qkv_rope_kv_write applies the scales
-    norm(w.attn_norm, t, qkv_unit);
+    if (!std::exchange(normed_ahead, false)) norm(w.attn_norm, t, qkv_unit);
     if (qkv_unit) {
         CUDA_CHECK(gemm.run_fp8_unit(ptr<uint8_t>(act_q), ptr<uint8_t>(w.qkv.weight), ptr<bf16>(qkv), t,
                                      static_cast<int>(qkv_width), hidden, stream));
@@ -110,8 +117,28 @@ void CudaRunner::Impl::run_layer(int layer, const CudaLayerWeights& w, const cud
                                          cfg.head_dim, config.kv_block_size_tokens, scale, ptr<bf16>(attn),
                                          attn_workspace.data(), attn_workspace_bytes, stream));
     }
-    linear(w.o_proj, attn, x.data(), cuda::GemmOut::kF32, t, hidden, static_cast<int>(q_width), true);
-    run_mlp(w, t);
+    if (kFp8AddNorm && fp8_gemm(w.o_proj, attn, x.data(), t, static_cast<int>(q_width)) &&
+        fp8_gemm(w.gate_up, h, act.data(), t, hidden)) {
+        CUDA_CHECK(cuda::quantize_fp8_rows(ptr<bf16>(attn), t, static_cast<int>(q_width), ptr<uint8_t>(act_q),
+                                           ptr<float>(act_scale), stream));
+        fp8_linear_norm(w.o_proj, t, static_cast<int>(q_width), w.ffn_norm);
+    } else {
+        linear(w.o_proj, attn, x.data(), cuda::GemmOut::kF32, t, hidden, static_cast<int>(q_width), true);
+    }
+    run_mlp(w, next, t);
+}
+
+// x += the FP8 product of act_q / act_scale and w (n = hidden), then the RMSNorm of the new x with
+// `norm_weight` into act_q / act_scale, the next FP8 GEMM's input (normed_ahead: its norm() is skipped).
+void CudaRunner::Impl::fp8_linear_norm(const CudaLinear& w, int t, int k, const TensorView& norm_weight) {
+    const int hidden = cfg.hidden_size;
+    CUDA_CHECK(gemm.run_fp8_unit(ptr<uint8_t>(act_q), ptr<uint8_t>(w.weight), ptr<bf16>(fp8_product), t, hidden, k,
+                                 stream));
+    CUDA_CHECK(cuda::scale_fp8_product_rms_norm_fp8(ptr<bf16>(fp8_product), ptr<float>(act_scale),
+                                                    ptr<float>(w.row_scale), ptr<float>(x), t, hidden,
+                                                    ptr<bf16>(norm_weight), cfg.rms_norm_eps, ptr<uint8_t>(act_q),
+                                                    ptr<float>(act_scale), stream));
+    normed_ahead = true;
 }
 
 // rms_norm of x into h, or (fp8_input) straight into the FP8 GEMM's input act_q / act_scale.
@@ -128,10 +155,10 @@ void CudaRunner::Impl::norm(const TensorView& weight, int t, bool fp8_input) {
 // x += down(SwiGLU(gate_up(rms_norm(x)))). Few tokens: the SwiGLU in the gate/up GEMV. Else the gate/up
 // projection into gate_up (an FP8 one's unit-scale product, whose scales the SwiGLU applies as it
 // reads it), then the SwiGLU: straight into the FP8 input of an FP8 down projection, else to act.
-void CudaRunner::Impl::run_mlp(const CudaLayerWeights& w, int t) {
+void CudaRunner::Impl::run_mlp(const CudaLayerWeights& w, const CudaLayerWeights* next, int t) {
     const int hidden = cfg.hidden_size, inter = cfg.intermediate_size;
     const bool gate_up_unit = fp8_gemm(w.gate_up, h, act.data(), t, hidden);
-    norm(w.ffn_norm, t, gate_up_unit);
+    if (!std::exchange(normed_ahead, false)) norm(w.ffn_norm, t, gate_up_unit);
     if (w.gate_up.fp8() && !gate_up_unit) {
         CUDA_CHECK(cuda::fp8_gemv_silu_mul(ptr<bf16>(h), ptr<uint8_t>(w.gate_up.weight), ptr<float>(w.gate_up.row_scale),
                                            ptr<bf16>(act), t, inter, hidden, stream));
@@ -155,7 +182,11 @@ void CudaRunner::Impl::run_mlp(const CudaLayerWeights& w, int t) {
     if (fp8_gemm(w.down, act, x.data(), t, inter)) {
         CUDA_CHECK(cuda::silu_mul_fp8(ptr<bf16>(gate_up), a_scale, w_scale, t, inter, ptr<uint8_t>(act_q),
                                       ptr<float>(act_scale), stream));
-        fp8_linear(w.down, x.data(), cuda::GemmOut::kF32, t, hidden, inter, true);
+        if (kFp8AddNorm && next != nullptr && fp8_gemm(next->qkv, h, qkv.data(), t, hidden)) {
+            fp8_linear_norm(w.down, t, inter, next->attn_norm);
+        } else {
+            fp8_linear(w.down, x.data(), cuda::GemmOut::kF32, t, hidden, inter, true);
+        }
         return;
     }
     CUDA_CHECK(cuda::silu_mul(ptr<bf16>(gate_up), t, inter, ptr<bf16>(act), stream, a_scale, w_scale));

@@ -409,6 +409,55 @@ void bench_fp8(std::mt19937& rng) {
     }
 }
 
+// The FP8 path's row kernels around the GEMMs at a 2048-token 8B prefill (per layer: rms_norm_fp8 and
+// scale_fp8_product twice, quantize_fp8_rows, silu_mul_fp8, qkv_rope_kv with scales into an FP8 cache),
+// each alone (no PDL overlap), with the bytes it must move.
+void bench_fp8_rows(std::mt19937& rng) {
+    const int t = 2048, dim = 4096, inter = 14336, h = 32, kvh = 8, hd = 128, width = (h + 2 * kvh) * hd;
+    DeviceBuffer x = random_buffer(size_t{1} * t * dim, true, rng), w = random_buffer(dim, false, rng);
+    DeviceBuffer a = random_buffer(size_t{1} * t * dim, false, rng), q8(size_t{1} * t * inter), scale(size_t{4} * t);
+    DeviceBuffer a_scale = upload(std::vector<float>(t, 0.02f)), w_scale = upload(std::vector<float>(2 * inter, 0.01f));
+    report_bytes("rms_norm_fp8 2048x4096", time_ms([&] {
+                     return rms_norm_fp8(x.as<float>(), t, dim, w.as<bf16>(), 1e-5f, q8.as<uint8_t>(), scale.as<float>(),
+                                         nullptr);
+                 }),
+                 5.0 * t * dim);
+    report_bytes("quantize_fp8_rows 2048x4096", time_ms([&] {
+                     return quantize_fp8_rows(a.as<bf16>(), t, dim, q8.as<uint8_t>(), scale.as<float>(), nullptr);
+                 }),
+                 3.0 * t * dim);
+    report_bytes("scale_fp8_product f32+= 2048x4096", time_ms([&] {
+                     return scale_fp8_product(a.as<bf16>(), a_scale.as<float>(), w_scale.as<float>(), x.data(), true,
+                                              true, t, dim, nullptr);
+                 }),
+                 10.0 * t * dim);
+    report_bytes("scale_fp8_product_rms_norm_fp8 2048x4096", time_ms([&] {
+                     return scale_fp8_product_rms_norm_fp8(a.as<bf16>(), a_scale.as<float>(), w_scale.as<float>(),
+                                                           x.as<float>(), t, dim, w.as<bf16>(), 1e-5f, q8.as<uint8_t>(),
+                                                           scale.as<float>(), nullptr);
+                 }),
+                 11.0 * t * dim);
+    DeviceBuffer gu = random_buffer(size_t{2} * t * inter, false, rng);
+    report_bytes("silu_mul_fp8 2048x14336 scaled", time_ms([&] {
+                     return silu_mul_fp8(gu.as<bf16>(), a_scale.as<float>(), w_scale.as<float>(), t, inter,
+                                         q8.as<uint8_t>(), scale.as<float>(), nullptr);
+                 }),
+                 5.0 * t * inter);
+    DeviceBuffer qkv = random_buffer(size_t{1} * t * width, false, rng), q(size_t{2} * t * h * hd);
+    DeviceBuffer kc(size_t{1} * t * kvh * hd), vc(size_t{1} * t * kvh * hd);
+    DeviceBuffer col_scale = upload(std::vector<float>(width, 0.01f));
+    std::vector<int32_t> pos(t);
+    std::iota(pos.begin(), pos.end(), 0);
+    std::vector<float> inv_freq(hd / 2);
+    for (int j = 0; j < hd / 2; ++j) inv_freq[j] = std::pow(5e5f, -2.0f * j / hd);
+    DeviceBuffer d_pos = upload(pos), d_slots = upload(pos), d_freq = upload(inv_freq);
+    QkvRopeParams p{qkv.as<bf16>(), nullptr, nullptr, nullptr, 1e-6f, d_pos.as<int32_t>(), d_freq.as<float>(),
+                    d_slots.as<int32_t>(), t, h, kvh, hd, q.as<bf16>(), kc.data(), vc.data(), true, 0.5f, 0.25f,
+                    a_scale.as<float>(), col_scale.as<float>()};
+    report_bytes("qkv_rope_kv scaled, fp8 KV, 2048 tokens", time_ms([&] { return qkv_rope_kv_write(p, nullptr); }),
+                 2.0 * t * width + 2.0 * t * h * hd + 2.0 * t * kvh * hd);
+}
+
 // fp8_gemv at each split count on the 8B's shapes, m = 1 and 8: microseconds (the chosen count first).
 void bench_fp8_splits(std::mt19937& rng) {
     struct Shape { int n, k; const char* name; };
@@ -434,7 +483,7 @@ void bench_fp8_splits(std::mt19937& rng) {
 }  // namespace
 }  // namespace hichat::cuda
 
-// cuda_ops_bench [GROUP...]: the groups named (row, rope, attention, gemm, sampling, fp8, fp8_splits,
+// cuda_ops_bench [GROUP...]: the groups named (row, rope, attention, gemm, sampling, fp8, fp8_rows, fp8_splits,
 // gemm_algos), or all but fp8_splits and gemm_algos.
 int main(int argc, char** argv) {
     using namespace hichat::cuda;
@@ -456,6 +505,7 @@ int main(int argc, char** argv) {
     if (wanted("gemm")) bench_gemm(rng);
     if (wanted("sampling")) bench_sampling(rng);
     if (wanted("fp8")) bench_fp8(rng);
+    if (wanted("fp8_rows")) bench_fp8_rows(rng);
     if (argc >= 2 && wanted("fp8_splits")) bench_fp8_splits(rng);
     if (argc >= 2 && wanted("gemm_algos")) bench_gemm_algos(rng);
     return 0;
