@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <array>
-#include <utility>
 #include <bit>
 #include <map>
 #include <optional>
@@ -81,18 +80,14 @@ struct GraphKey {
 
 constexpr int kMinGraphKvLen = 256;
 
-// FP8 GEMM: steps of up to kFp8GemvTokens tokens go to the FP8 GEMV; longer ones to cuBLASLt's
-// unit-scale product (bf16), whose scales the next kernel applies: qkv_rope_kv_write, silu_mul(_fp8),
-// or for o_proj and down_proj scale_fp8_product adding the product from fp8_product to x.
+// FP8 GEMM: steps of up to kFp8GemvTokens tokens go to the FP8 GEMV; longer ones to cuBLASLt with
+// the scale vectors applied by cuBLASLt itself (o_proj and down_proj added to x as beta = 1), or where
+// it has no such algorithm to its unit-scale product (bf16), whose scales the next kernel applies:
+// qkv_rope_kv_write, silu_mul(_fp8), or for o_proj and down_proj scale_fp8_product adding the product
+// from fp8_product to x.
 // Batch 1 through cuBLASLt as well (W8A8, as a measurement knob, 2026-12-07, H100) was slower, 4.146
 // against 3.453 ms per 8B token, and failed the GEMV's small-step goldens (relative error 0.098 > 0.05).
 constexpr int kFp8GemvTokens = 8;
-// Measurement knob (FP8_ADD_NORM=1): o_proj's and down_proj's FP8 products added to x and the next
-// RMSNorm made in one kernel (scale_fp8_product_rms_norm_fp8) where the next GEMM is an FP8 one.
-#ifndef FP8_ADD_NORM
-#define FP8_ADD_NORM 0
-#endif
-constexpr bool kFp8AddNorm = FP8_ADD_NORM != 0;
 
 // Batch sizes that have decode graphs: 1, 2, 4, 8, then every 8 up to 256, then every 32.
 inline int graph_batch_bucket(int n) {
@@ -216,14 +211,12 @@ struct CudaRunner::Impl {
     void enqueue_pick(int begin, int n, bool sampled);
     // The logprobs of logit rows [begin, begin + n), whose logits are in `logits` and ids in `ids`.
     void enqueue_logprobs(int begin, int n, int num_top);
-    void run_layer(int layer, const CudaLayerWeights& w, const CudaLayerWeights* next, const cuda::AttentionMetadata& m,
-                   int num_tokens);
+    void run_layer(int layer, const CudaLayerWeights& w, const cuda::AttentionMetadata& m, int num_tokens);
     // Streamed layer i's weights (its pinned blob) into its stage on weight_stream, once the stage is free.
     void enqueue_weight_copy(int i, bool wait_freed);
     void norm(const TensorView& weight, int num_tokens, bool fp8_input);
-    void run_mlp(const CudaLayerWeights& w, const CudaLayerWeights* next, int num_tokens);
-    void fp8_linear_norm(const CudaLinear& w, int t, int k, const TensorView& norm_weight);
-    bool normed_ahead = false;   // act_q / act_scale hold the next FP8 GEMM's normed input already
+    void run_mlp(const CudaLayerWeights& w, int num_tokens);
+    bool fp8_gemm_into(const CudaLinear& w, const cuda::DeviceBuffer& out, int t, int n, int k);
     // Whether an FP8 linear layer of t tokens takes the FP8 GEMM (cuBLASLt) rather than the FP8 GEMV.
     bool fp8_gemm(const CudaLinear& w, const cuda::DeviceBuffer& in, const void* out, int t, int k) const;
     void fp8_linear(const CudaLinear& w, void* out, cuda::GemmOut type, int t, int n, int k, bool accumulate);

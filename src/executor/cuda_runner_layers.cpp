@@ -46,15 +46,11 @@ void CudaRunner::Impl::enqueue_layers(const cuda::AttentionMetadata& m, const Fo
     }
     CUDA_CHECK(cuda::embedding(device_meta(layout.ids), ptr<int32_t>(ids), m.num_tokens, ptr<bf16>(weights.embed),
                                cfg.hidden_size, ptr<float>(x), stream));
-    normed_ahead = false;
-    for (int layer = 0; layer < first; ++layer) {
-        const CudaLayerWeights* next = layer + 1 < first ? &weights.layers[static_cast<size_t>(layer) + 1] : nullptr;
-        run_layer(layer, weights.layers[static_cast<size_t>(layer)], next, m, m.num_tokens);
-    }
+    for (int layer = 0; layer < first; ++layer) run_layer(layer, weights.layers[static_cast<size_t>(layer)], m, m.num_tokens);
     for (int i = 0; i < num_streamed; ++i) {
         const auto s = static_cast<size_t>(i % 2);
         CUDA_CHECK(stage_loaded[s].make_wait(stream));
-        run_layer(first + i, staged[static_cast<size_t>(i)], nullptr, m, m.num_tokens);
+        run_layer(first + i, staged[static_cast<size_t>(i)], m, m.num_tokens);
         if (i + 2 >= num_streamed) continue;
         CUDA_CHECK(stage_freed[s].record(stream));
         enqueue_weight_copy(i + 2, /*wait_freed=*/true);
@@ -70,16 +66,13 @@ void CudaRunner::Impl::run_cpu_layers(const ForwardBatch& batch, int num_tokens)
     CUDA_CHECK(cudaMemcpyAsync(x.data(), host_x.data(), bytes, cudaMemcpyHostToDevice, stream));
 }
 
-// `next`: the layer after this one where its weights are resident (else null), whose attn_norm may be
-// fused into this layer's down_proj (FP8 GEMMs both).
-void CudaRunner::Impl::run_layer(int layer, const CudaLayerWeights& w, const CudaLayerWeights* next,
-                                 const cuda::AttentionMetadata& m, int t) {
+void CudaRunner::Impl::run_layer(int layer, const CudaLayerWeights& w, const cuda::AttentionMetadata& m, int t) {
     const int hidden = cfg.hidden_size;
-    const bool qkv_unit = fp8_gemm(w.qkv, h, qkv.data(), t, hidden);   // qkv_rope_kv_write applies the scales
-    if (!std::exchange(normed_ahead, false)) norm(w.attn_norm, t, qkv_unit);
+    const bool qkv_unit = fp8_gemm(w.qkv, h, qkv.data(), t, hidden);   // through the FP8 GEMM
+    norm(w.attn_norm, t, qkv_unit);
+    bool qkv_needs_scales = false;   // an FP8 unit-scale product: qkv_rope_kv_write applies its scales
     if (qkv_unit) {
-        CUDA_CHECK(gemm.run_fp8_unit(ptr<uint8_t>(act_q), ptr<uint8_t>(w.qkv.weight), ptr<bf16>(qkv), t,
-                                     static_cast<int>(qkv_width), hidden, stream));
+        qkv_needs_scales = !fp8_gemm_into(w.qkv, qkv, t, static_cast<int>(qkv_width), hidden);
     } else {
         linear(w.qkv, h, qkv.data(), cuda::GemmOut::kBf16, t, static_cast<int>(qkv_width), hidden, false);
     }
@@ -101,8 +94,8 @@ void CudaRunner::Impl::run_layer(int layer, const CudaLayerWeights& w, const Cud
                           .kv_fp8 = config.kv_fp8,
                           .k_scale = kv_scales[static_cast<size_t>(layer)].first,
                           .v_scale = kv_scales[static_cast<size_t>(layer)].second,
-                          .row_scale = qkv_unit ? ptr<float>(act_scale) : nullptr,
-                          .col_scale = qkv_unit ? ptr<float>(w.qkv.row_scale) : nullptr};
+                          .row_scale = qkv_needs_scales ? ptr<float>(act_scale) : nullptr,
+                          .col_scale = qkv_needs_scales ? ptr<float>(w.qkv.row_scale) : nullptr};
     CUDA_CHECK(cuda::qkv_rope_kv_write(p, stream));
     const float scale = 1.0f / std::sqrt(static_cast<float>(cfg.head_dim));
     if (config.kv_fp8) {
@@ -117,28 +110,8 @@ void CudaRunner::Impl::run_layer(int layer, const CudaLayerWeights& w, const Cud
                                          cfg.head_dim, config.kv_block_size_tokens, scale, ptr<bf16>(attn),
                                          attn_workspace.data(), attn_workspace_bytes, stream));
     }
-    if (kFp8AddNorm && fp8_gemm(w.o_proj, attn, x.data(), t, static_cast<int>(q_width)) &&
-        fp8_gemm(w.gate_up, h, act.data(), t, hidden)) {
-        CUDA_CHECK(cuda::quantize_fp8_rows(ptr<bf16>(attn), t, static_cast<int>(q_width), ptr<uint8_t>(act_q),
-                                           ptr<float>(act_scale), stream));
-        fp8_linear_norm(w.o_proj, t, static_cast<int>(q_width), w.ffn_norm);
-    } else {
-        linear(w.o_proj, attn, x.data(), cuda::GemmOut::kF32, t, hidden, static_cast<int>(q_width), true);
-    }
-    run_mlp(w, next, t);
-}
-
-// x += the FP8 product of act_q / act_scale and w (n = hidden), then the RMSNorm of the new x with
-// `norm_weight` into act_q / act_scale, the next FP8 GEMM's input (normed_ahead: its norm() is skipped).
-void CudaRunner::Impl::fp8_linear_norm(const CudaLinear& w, int t, int k, const TensorView& norm_weight) {
-    const int hidden = cfg.hidden_size;
-    CUDA_CHECK(gemm.run_fp8_unit(ptr<uint8_t>(act_q), ptr<uint8_t>(w.weight), ptr<bf16>(fp8_product), t, hidden, k,
-                                 stream));
-    CUDA_CHECK(cuda::scale_fp8_product_rms_norm_fp8(ptr<bf16>(fp8_product), ptr<float>(act_scale),
-                                                    ptr<float>(w.row_scale), ptr<float>(x), t, hidden,
-                                                    ptr<bf16>(norm_weight), cfg.rms_norm_eps, ptr<uint8_t>(act_q),
-                                                    ptr<float>(act_scale), stream));
-    normed_ahead = true;
+    linear(w.o_proj, attn, x.data(), cuda::GemmOut::kF32, t, hidden, static_cast<int>(q_width), true);
+    run_mlp(w, t);
 }
 
 // rms_norm of x into h, or (fp8_input) straight into the FP8 GEMM's input act_q / act_scale.
@@ -153,12 +126,13 @@ void CudaRunner::Impl::norm(const TensorView& weight, int t, bool fp8_input) {
 }
 
 // x += down(SwiGLU(gate_up(rms_norm(x)))). Few tokens: the SwiGLU in the gate/up GEMV. Else the gate/up
-// projection into gate_up (an FP8 one's unit-scale product, whose scales the SwiGLU applies as it
-// reads it), then the SwiGLU: straight into the FP8 input of an FP8 down projection, else to act.
-void CudaRunner::Impl::run_mlp(const CudaLayerWeights& w, const CudaLayerWeights* next, int t) {
+// projection into gate_up (an FP8 one scaled by cuBLASLt, or its unit-scale product whose scales the
+// SwiGLU applies as it reads it), then the SwiGLU: straight into the FP8 input of an FP8 down
+// projection, else to act.
+void CudaRunner::Impl::run_mlp(const CudaLayerWeights& w, int t) {
     const int hidden = cfg.hidden_size, inter = cfg.intermediate_size;
     const bool gate_up_unit = fp8_gemm(w.gate_up, h, act.data(), t, hidden);
-    if (!std::exchange(normed_ahead, false)) norm(w.ffn_norm, t, gate_up_unit);
+    norm(w.ffn_norm, t, gate_up_unit);
     if (w.gate_up.fp8() && !gate_up_unit) {
         CUDA_CHECK(cuda::fp8_gemv_silu_mul(ptr<bf16>(h), ptr<uint8_t>(w.gate_up.weight), ptr<float>(w.gate_up.row_scale),
                                            ptr<bf16>(act), t, inter, hidden, stream));
@@ -172,25 +146,33 @@ void CudaRunner::Impl::run_mlp(const CudaLayerWeights& w, const CudaLayerWeights
     }
     const float *a_scale = nullptr, *w_scale = nullptr;   // gate_up's scales, when an FP8 unit-scale product
     if (gate_up_unit) {
-        CUDA_CHECK(gemm.run_fp8_unit(ptr<uint8_t>(act_q), ptr<uint8_t>(w.gate_up.weight), ptr<bf16>(gate_up), t,
-                                     2 * inter, hidden, stream));
-        a_scale = ptr<float>(act_scale);
-        w_scale = ptr<float>(w.gate_up.row_scale);
+        if (!fp8_gemm_into(w.gate_up, gate_up, t, 2 * inter, hidden)) {
+            a_scale = ptr<float>(act_scale);
+            w_scale = ptr<float>(w.gate_up.row_scale);
+        }
     } else {
         linear(w.gate_up, h, gate_up.data(), cuda::GemmOut::kBf16, t, 2 * inter, hidden, false);
     }
     if (fp8_gemm(w.down, act, x.data(), t, inter)) {
         CUDA_CHECK(cuda::silu_mul_fp8(ptr<bf16>(gate_up), a_scale, w_scale, t, inter, ptr<uint8_t>(act_q),
                                       ptr<float>(act_scale), stream));
-        if (kFp8AddNorm && next != nullptr && fp8_gemm(next->qkv, h, qkv.data(), t, hidden)) {
-            fp8_linear_norm(w.down, t, inter, next->attn_norm);
-        } else {
-            fp8_linear(w.down, x.data(), cuda::GemmOut::kF32, t, hidden, inter, true);
-        }
+        fp8_linear(w.down, x.data(), cuda::GemmOut::kF32, t, hidden, inter, true);
         return;
     }
     CUDA_CHECK(cuda::silu_mul(ptr<bf16>(gate_up), t, inter, ptr<bf16>(act), stream, a_scale, w_scale));
     linear(w.down, act, x.data(), cuda::GemmOut::kF32, t, hidden, inter, true);
+}
+
+// The FP8 product of act_q / act_scale and w into bf16 `out` ([t, n]): scaled by cuBLASLt itself where it
+// can (true), else at unit scales (false: the consumer applies act_scale and w.row_scale as it reads it).
+bool CudaRunner::Impl::fp8_gemm_into(const CudaLinear& w, const cuda::DeviceBuffer& out, int t, int n, int k) {
+    if (gemm.fp8_scaled_supported(t, n, k, cuda::GemmOut::kBf16, false)) {
+        CUDA_CHECK(gemm.run_fp8_scaled(ptr<uint8_t>(act_q), ptr<float>(act_scale), ptr<uint8_t>(w.weight),
+                                       ptr<float>(w.row_scale), out.data(), cuda::GemmOut::kBf16, t, n, k, false, stream));
+        return true;
+    }
+    CUDA_CHECK(gemm.run_fp8_unit(ptr<uint8_t>(act_q), ptr<uint8_t>(w.weight), ptr<bf16>(out), t, n, k, stream));
+    return false;
 }
 
 bool CudaRunner::Impl::fp8_gemm(const CudaLinear& w, const cuda::DeviceBuffer& in, const void* out, int t, int k) const {

@@ -431,12 +431,6 @@ void bench_fp8_rows(std::mt19937& rng) {
                                               true, t, dim, nullptr);
                  }),
                  10.0 * t * dim);
-    report_bytes("scale_fp8_product_rms_norm_fp8 2048x4096", time_ms([&] {
-                     return scale_fp8_product_rms_norm_fp8(a.as<bf16>(), a_scale.as<float>(), w_scale.as<float>(),
-                                                           x.as<float>(), t, dim, w.as<bf16>(), 1e-5f, q8.as<uint8_t>(),
-                                                           scale.as<float>(), nullptr);
-                 }),
-                 11.0 * t * dim);
     DeviceBuffer gu = random_buffer(size_t{2} * t * inter, false, rng);
     report_bytes("silu_mul_fp8 2048x14336 scaled", time_ms([&] {
                      return silu_mul_fp8(gu.as<bf16>(), a_scale.as<float>(), w_scale.as<float>(), t, inter,

@@ -210,15 +210,28 @@ TEST_F(Fp8Test, GemmMatchesCpuOnTheQuantizedValues) {
             ++refused;
             continue;
         }
-        for (int variant = 0; variant < 2; ++variant) {   // bf16, fp32 accumulated
-            SCOPED_TRACE(::testing::Message() << "m " << c.m << " n " << c.n << " k " << c.k << " variant " << variant);
-            const bool acc = variant == 1;
+        // run_fp8 bf16, fp32 accumulated (cuBLASLt's scale vectors where it has them); then the unit-scale
+        // product and scale_fp8_product, which run_fp8 falls back to, bf16 and fp32 accumulated.
+        for (int variant = 0; variant < 4; ++variant) {
+            SCOPED_TRACE(::testing::Message() << "m " << c.m << " n " << c.n << " k " << c.k << " variant " << variant
+                                              << " scaled by cuBLASLt "
+                                              << gemm.fp8_scaled_supported(c.m, c.n, c.k, GemmOut::kBf16, false));
+            const bool acc = variant % 2 == 1;
+            const GemmOut out_type = acc ? GemmOut::kF32 : GemmOut::kBf16;
             const size_t count = size_t{1} * c.m * c.n;
             DeviceBuffer d_d = acc ? upload(d0) : poisoned(count * 2);
-            ASSERT_EQ(gemm.run_fp8(d_a.as<uint8_t>(), d_as.as<float>(), d_w.as<uint8_t>(), d_ws.as<float>(), d_d.data(),
-                                   acc ? GemmOut::kF32 : GemmOut::kBf16, c.m, c.n, c.k, acc, scratch.as<bf16>(),
-                                   scratch_rows, nullptr),
-                      cudaSuccess);
+            if (variant < 2) {
+                ASSERT_EQ(gemm.run_fp8(d_a.as<uint8_t>(), d_as.as<float>(), d_w.as<uint8_t>(), d_ws.as<float>(), d_d.data(),
+                                       out_type, c.m, c.n, c.k, acc, scratch.as<bf16>(), scratch_rows, nullptr),
+                          cudaSuccess);
+            } else {
+                DeviceBuffer product = poisoned(count * 2);
+                ASSERT_EQ(gemm.run_fp8_unit(d_a.as<uint8_t>(), d_w.as<uint8_t>(), product.as<bf16>(), c.m, c.n, c.k, nullptr),
+                          cudaSuccess);
+                ASSERT_EQ(scale_fp8_product(product.as<bf16>(), d_as.as<float>(), d_ws.as<float>(), d_d.data(), acc, acc,
+                                            c.m, c.n, nullptr),
+                          cudaSuccess);
+            }
             std::vector<float> out = acc ? download<float>(d_d, count) : from_bf16(download<uint16_t>(d_d, count));
             std::vector<float> want = ref;
             if (acc) for (size_t i = 0; i < count; ++i) want[i] += d0[i];
@@ -307,43 +320,6 @@ TEST_F(Fp8Test, RmsNormFp8EqualsRmsNormThenQuantize) {
                   cudaSuccess);
         EXPECT_EQ(download<uint8_t>(d_fq, count), download<uint8_t>(d_q, count));
         EXPECT_EQ(download<float>(d_fs, rows), download<float>(d_s, rows));
-    }
-}
-
-// scale_fp8_product_rms_norm_fp8 gives the x, codes and scales of scale_fp8_product (fp32, accumulated)
-// then rms_norm_fp8, bit for bit: rows of 1, 2 and 4 float4 per thread, past them (5120, 8192) and past
-// the fused kernel (8208: the two kernels), and with the activation scales read from the buffer the
-// row scales are written to (as the runner passes act_scale for both).
-TEST_F(Fp8Test, ScaleFp8ProductRmsNormFp8EqualsTheTwoKernels) {
-    const uint32_t seed = fresh_seed();
-    SCOPED_TRACE(seed);
-    std::mt19937 rng(seed);
-    for (auto [rows, dim] : {std::pair{1, 16}, {7, 2048}, {300, 4096}, {5, 5120}, {3, 8192}, {2, 8208}}) {
-        for (const bool alias : {false, true}) {
-            SCOPED_TRACE(::testing::Message() << "rows " << rows << " dim " << dim << " alias " << alias);
-            const size_t count = size_t{1} * rows * dim;
-            const std::vector<float> x = random_floats(rng, count, -4.0f, 4.0f);
-            const auto p = to_bf16(random_floats(rng, count, -300.0f, 300.0f));
-            const std::vector<float> a_scale = random_floats(rng, rows, 0.001f, 0.02f);
-            const std::vector<float> w_scale = random_floats(rng, dim, 0.001f, 0.01f);
-            const auto w = to_bf16(random_floats(rng, dim, 0.2f, 2.0f));
-            DeviceBuffer d_p = upload(p), d_as = upload(a_scale), d_ws = upload(w_scale), d_w = upload(w);
-            DeviceBuffer ref_x = upload(x), ref_q = poisoned(count), ref_s = poisoned(4 * rows);
-            ASSERT_EQ(scale_fp8_product(d_p.as<bf16>(), d_as.as<float>(), d_ws.as<float>(), ref_x.data(), true, true, rows,
-                                        dim, nullptr),
-                      cudaSuccess);
-            ASSERT_EQ(rms_norm_fp8(ref_x.as<float>(), rows, dim, d_w.as<bf16>(), 1e-5f, ref_q.as<uint8_t>(),
-                                   ref_s.as<float>(), nullptr),
-                      cudaSuccess);
-            DeviceBuffer got_x = upload(x), got_q = poisoned(count), got_s = alias ? upload(a_scale) : poisoned(4 * rows);
-            ASSERT_EQ(scale_fp8_product_rms_norm_fp8(d_p.as<bf16>(), alias ? got_s.as<float>() : d_as.as<float>(),
-                                                     d_ws.as<float>(), got_x.as<float>(), rows, dim, d_w.as<bf16>(),
-                                                     1e-5f, got_q.as<uint8_t>(), got_s.as<float>(), nullptr),
-                      cudaSuccess);
-            EXPECT_EQ(download<float>(got_x, count), download<float>(ref_x, count));
-            EXPECT_EQ(download<uint8_t>(got_q, count), download<uint8_t>(ref_q, count));
-            EXPECT_EQ(download<float>(got_s, rows), download<float>(ref_s, rows));
-        }
     }
 }
 

@@ -29,10 +29,11 @@ struct PlanKey {
     GemmOut out;
     bool accumulate;
     int alignment_bytes;   // smallest alignment of the three pointers, capped at 16
-    bool fp8 = false;      // E4M3 inputs, unit scales (fp32 out, no accumulation)
+    bool fp8 = false;      // E4M3 inputs: unit scales, or
+    bool scaled = false;   // a scale per row of each (OUTER_VEC_32F), the vectors' pointers set per call
     bool operator<(const PlanKey& o) const {
-        return std::tie(m, n, k, out, accumulate, alignment_bytes, fp8) <
-               std::tie(o.m, o.n, o.k, o.out, o.accumulate, o.alignment_bytes, o.fp8);
+        return std::tie(m, n, k, out, accumulate, alignment_bytes, fp8, scaled) <
+               std::tie(o.m, o.n, o.k, o.out, o.accumulate, o.alignment_bytes, o.fp8, o.scaled);
     }
 };
 
@@ -69,8 +70,15 @@ struct Gemm::Impl {
     std::map<PlanKey, Plan> plans;
 
     Plan& plan_for(const PlanKey& key);
-    // D (+)= A W^T with the plan's descriptors and algorithm.
-    cudaError_t matmul(const Plan& p, const void* a, const void* w, void* d, bool accumulate, cudaStream_t stream) {
+    // D (+)= A W^T with the plan's descriptors and algorithm (a scaled plan's vectors: w_scale, a_scale).
+    cudaError_t matmul(const Plan& p, const void* a, const void* w, void* d, bool accumulate, cudaStream_t stream,
+                       const float* a_scale = nullptr, const float* w_scale = nullptr) {
+        if (a_scale != nullptr) {
+            CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &w_scale,
+                                                          sizeof(w_scale)));
+            CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &a_scale,
+                                                          sizeof(a_scale)));
+        }
         const float alpha = 1.0f, beta = accumulate ? 1.0f : 0.0f;
         const cublasStatus_t st = cublasLtMatmul(handle, p.op, &alpha, w, p.w_layout, a, p.a_layout, &beta, d,
                                                  p.d_layout, d, p.d_layout, &p.algo, workspace.data(),
@@ -90,6 +98,16 @@ Plan& Gemm::Impl::plan_for(const PlanKey& key) {
     CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &trans_w, sizeof(trans_w)));
     CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &trans_a, sizeof(trans_a)));
     const cudaDataType_t in_type = key.fp8 ? CUDA_R_8F_E4M3 : CUDA_R_16BF;
+    if (key.scaled) {   // cuBLAS's A is the weight: its vector scales D^T's rows (w_scale), B's its columns (a_scale)
+        const int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+        CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof(mode)));
+        CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof(mode)));
+        // The heuristic finds no algorithm for vector scales whose pointers are unset (cuBLASLt 13.1):
+        // they point at the workspace until matmul() sets the call's.
+        const void* placeholder = workspace.data();
+        for (auto attr : {CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER})
+            CUBLASLT_CHECK(cublasLtMatmulDescSetAttribute(p.op, attr, &placeholder, sizeof(placeholder)));
+    }
     // Column-major views: W^T is [k, n] (ld k), A^T is [k, m] (ld k), D^T is [n, m] (ld n).
     CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p.w_layout, in_type, key.k, key.n, key.k));
     CUBLASLT_CHECK(cublasLtMatrixLayoutCreate(&p.a_layout, in_type, key.k, key.m, key.k));
@@ -168,6 +186,28 @@ cudaError_t Gemm::run_fp8_unit(const uint8_t* a, const uint8_t* w, bf16* d, int 
     return impl_->matmul(p, a, w, d, false, stream);
 }
 
+bool Gemm::fp8_scaled_supported(int m, int n, int k, GemmOut out_type, bool accumulate) {
+    if (m <= 0 || n <= 0 || k <= 0 || k % 16 != 0 || n % 16 != 0) return false;
+    PlanKey key{m, n, k, out_type, accumulate, 16};
+    key.fp8 = key.scaled = true;
+    return impl_->plan_for(key).has_algo;
+}
+
+cudaError_t Gemm::run_fp8_scaled(const uint8_t* a, const float* a_scale, const uint8_t* w, const float* w_scale,
+                                 void* d, GemmOut out_type, int m, int n, int k, bool accumulate, cudaStream_t stream) {
+    if (m < 0 || n < 0 || k < 0 || a_scale == nullptr || w_scale == nullptr) return cudaErrorInvalidValue;
+    if (m == 0 || n == 0) return cudaSuccess;
+    if (accumulate && out_type != GemmOut::kF32) return cudaErrorInvalidValue;
+    const int alignment = std::min({pointer_alignment(a), pointer_alignment(w), pointer_alignment(d),
+                                    pointer_alignment(a_scale), pointer_alignment(w_scale)});
+    if (alignment < 16 || k % 16 != 0 || n % 16 != 0) return cudaErrorNotSupported;
+    PlanKey key{m, n, k, out_type, accumulate, 16};
+    key.fp8 = key.scaled = true;
+    Plan& p = impl_->plan_for(key);
+    if (!p.has_algo) return cudaErrorNotSupported;
+    return impl_->matmul(p, a, w, d, accumulate, stream, a_scale, w_scale);
+}
+
 cudaError_t Gemm::run_fp8(const uint8_t* a, const float* a_scale, const uint8_t* w, const float* w_scale, void* d,
                           GemmOut out_type, int m, int n, int k, bool accumulate, bf16* scratch, int scratch_rows,
                           cudaStream_t stream) {
@@ -177,6 +217,8 @@ cudaError_t Gemm::run_fp8(const uint8_t* a, const float* a_scale, const uint8_t*
     if (m == 0 || n == 0) return cudaSuccess;
     if (accumulate && out_type != GemmOut::kF32) return cudaErrorInvalidValue;
     if (pointer_alignment(d) < 16) return cudaErrorNotSupported;
+    const cudaError_t scaled = run_fp8_scaled(a, a_scale, w, w_scale, d, out_type, m, n, k, accumulate, stream);
+    if (scaled != cudaErrorNotSupported) return scaled;
     const size_t out_bytes = out_type == GemmOut::kF32 ? 4 : 2;
     for (int r0 = 0; r0 < m; r0 += scratch_rows) {
         const int rows = std::min(scratch_rows, m - r0);

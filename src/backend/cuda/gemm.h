@@ -35,11 +35,16 @@ public:
     cudaError_t run_fp8_unit(const uint8_t* a, const uint8_t* w, __nv_bfloat16* d, int m, int n, int k,
                              cudaStream_t stream);
     // The scaled FP8 product D[i, j] (+)= a_scale[i] * w_scale[j] * sum_k a[i, k] * w[j, k] (a_scale [m],
-    // w_scale [n] fp32 on the device): run_fp8_unit into `scratch` (bf16, scratch_rows x n; m is taken
-    // in chunks of scratch_rows), then scale_fp8_product. For a consumer that cannot apply the scales
-    // itself: the fp32 residual add of o_proj and down_proj. (cuBLASLt applying OUTER_VEC_32F scale
-    // vectors itself: its 13.1 heuristic gave no algorithm for any of the 8B's shapes at m = 16-4096,
-    // H200 2026-12-03 and H100 2026-12-06, bench/results/fp8-attn-occupancy-h100-2026-12-06.txt.)
+    // w_scale [n] fp32 on the device, 16-byte aligned like the rest), by cuBLASLt itself: scale vectors
+    // on both operands (OUTER_VEC_32F), D bf16 or fp32 (accumulate: beta = 1, D its own C), rounded
+    // once. cudaErrorNotSupported where cuBLASLt has no such algorithm. (Its 13.1 heuristic offers none
+    // while the vectors' pointers are unset, which an earlier probe took for none at all; with
+    // placeholders it has one for each of the 8B's shapes, H100 2026-12-07.)
+    cudaError_t run_fp8_scaled(const uint8_t* a, const float* a_scale, const uint8_t* w, const float* w_scale, void* d,
+                               GemmOut out_type, int m, int n, int k, bool accumulate, cudaStream_t stream);
+    bool fp8_scaled_supported(int m, int n, int k, GemmOut out_type, bool accumulate);
+    // The same product for any consumer: run_fp8_scaled where cuBLASLt has it, else run_fp8_unit into
+    // `scratch` (bf16, scratch_rows x n; m is taken in chunks of scratch_rows), then scale_fp8_product.
     cudaError_t run_fp8(const uint8_t* a, const float* a_scale, const uint8_t* w, const float* w_scale, void* d,
                         GemmOut out_type, int m, int n, int k, bool accumulate, __nv_bfloat16* scratch,
                         int scratch_rows, cudaStream_t stream);

@@ -144,12 +144,6 @@ cudaError_t rms_norm_fp8(const float* x, int rows, int dim, const bf16* w, float
 // w_scale 16-byte aligned.
 cudaError_t scale_fp8_product(const bf16* p, const float* a_scale, const float* w_scale, void* d, bool f32_out,
                               bool accumulate, int m, int n, cudaStream_t stream);
-// scale_fp8_product into fp32 x (accumulated) and rms_norm_fp8 of the new x, in one pass: the same x,
-// codes and scales as the two kernels (dim % 4 == 0; p 8-byte, w_scale and x 16-byte, w 8-byte, q
-// 4-byte aligned). a_scale may be q_scale. Rows wider than 8192 go through the two kernels.
-cudaError_t scale_fp8_product_rms_norm_fp8(const bf16* p, const float* a_scale, const float* w_scale, float* x, int rows,
-                                           int dim, const bf16* w, float eps, uint8_t* q, float* q_scale,
-                                           cudaStream_t stream);
 // The SwiGLU MLP input straight into the FP8 GEMM's input: y[t, j] = bf16(silu(g) * u) with
 // g = bf16(gate_up[t, j] * a_scale[t] * w_scale[j]) and u likewise at column I + j (gate_up the
 // unit-scale product of the FP8 gate_up projection; without scales, a_scale and w_scale null, g and u
