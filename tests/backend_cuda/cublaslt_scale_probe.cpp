@@ -1,161 +1,210 @@
-// Not run by ctest: which cuBLASLt descriptors get an FP8 algorithm with per-row scale vectors
-// (OUTER_VEC_32F on A and B: per-channel x per-token), and how fast each is. Gemm's probe found none
-// for the 8B's shapes (cuBLASLt 13.1, H100 and H200) while torch's rowwise _scaled_mm reaches one on
-// sm90; this varies what that probe left fixed: output type, scale pointers set before the heuristic
-// or not, fast accumulation, alignment preferences, and which operand is the weight. One line per
-// descriptor: the heuristic's status, its algorithm count and the fastest one's microseconds.
+// cublaslt_scale_probe: which cuBLASLt FP8 (E4M3) GEMMs this GPU and cuBLAS version have for the 8B's
+// shapes, and how fast: the unit-scale product in bf16 (Gemm::run_fp8_unit, the fallback, with
+// scale_fp8_product after it), and per-token x per-channel scale vectors applied by cuBLASLt itself
+// (CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F, Gemm::run_fp8_scaled) into bf16, and into fp32 with the
+// residual added (beta = 1, C = D: o_proj and down_proj).
+// Prints one line per (m, n, k, variant): algorithm found, fast accumulation, us per GEMM, and for the
+// scaled variants the largest relative difference against the unit product scaled on the host.
+// Not run by ctest (it needs a GPU and prints timings).
+//
+//   cublaslt_scale_probe [m ...]     (default m = 256 2048)
 #include <cublasLt.h>
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
 
 namespace {
 
-struct Descriptor {
-    int m, n, k;              // D[m, n] = A[m, k] W[n, k]^T, row-major
-    cudaDataType_t out;       // D's type
-    bool scale_vectors;       // OUTER_VEC_32F on both operands (else unit scalar scales)
-    bool pointers_first;      // scale pointers set before the heuristic is asked
-    bool fast_accumulation;
-    bool alignment_prefs;     // 16-byte minimum alignment preferences
-    bool weight_as_b;         // the weight as cuBLAS's B (Gemm passes it as A)
-};
+#define CHECK_CUDA(x)                                                                          \
+    do {                                                                                       \
+        cudaError_t e_ = (x);                                                                  \
+        if (e_ != cudaSuccess) {                                                               \
+            std::fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, cudaGetErrorString(e_));   \
+            std::exit(1);                                                                      \
+        }                                                                                      \
+    } while (0)
+#define CHECK_LT(x)                                                                            \
+    do {                                                                                       \
+        cublasStatus_t s_ = (x);                                                               \
+        if (s_ != CUBLAS_STATUS_SUCCESS) {                                                     \
+            std::fprintf(stderr, "%s:%d: cublasLt status %d\n", __FILE__, __LINE__, int(s_));  \
+            std::exit(1);                                                                      \
+        }                                                                                      \
+    } while (0)
 
-struct Probe {
-    cublasLtHandle_t handle = nullptr;
-    void* workspace = nullptr;
-    void* scales = nullptr;   // zeros, enough for any m or n here
-    size_t workspace_bytes = size_t{32} << 20;
-};
-
-bool ok(cublasStatus_t status, const char* what) {
-    if (status == CUBLAS_STATUS_SUCCESS) return true;
-    std::printf("  %s: status %d\n", what, static_cast<int>(status));
-    return false;
+enum class Variant { kUnitBf16, kVecBf16, kVecF32Accumulate };
+const char* name_of(Variant v) {
+    return v == Variant::kUnitBf16 ? "unit->bf16" : v == Variant::kVecBf16 ? "vec->bf16" : "vec->f32+=";
 }
 
-float time_us(const Probe& probe, cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t a_layout, cublasLtMatrixLayout_t b_layout,
-              cublasLtMatrixLayout_t d_layout, const cublasLtMatmulAlgo_t& algo, const void* a, const void* b, void* d) {
-    const float alpha = 1.0f, beta = 0.0f;
-    auto run = [&] {
-        return cublasLtMatmul(probe.handle, op, &alpha, a, a_layout, b, b_layout, &beta, d, d_layout, d, d_layout, &algo,
-                              probe.workspace, probe.workspace_bytes, nullptr);
-    };
-    if (run() != CUBLAS_STATUS_SUCCESS) return -1.0f;
-    cudaEvent_t begin, end;
-    cudaEventCreate(&begin);
-    cudaEventCreate(&end);
-    const int rounds = 20;
-    cudaEventRecord(begin);
-    for (int i = 0; i < rounds; ++i) run();
-    cudaEventRecord(end);
-    cudaEventSynchronize(end);
-    float ms = 0.0f;
-    cudaEventElapsedTime(&ms, begin, end);
-    cudaEventDestroy(begin);
-    cudaEventDestroy(end);
-    return ms * 1000.0f / rounds;
+struct Buffers {
+    void *a, *w, *d_bf16, *d_f32, *a_scale, *w_scale, *workspace;
+    size_t workspace_bytes;
+};
+
+struct Result {
+    bool found = false;
+    int fast_accum = -1;
+    double us = 0;
+};
+
+Result run(cublasLtHandle_t lt, const Buffers& b, Variant v, int m, int n, int k) {
+    Result r;
+    const bool vec = v != Variant::kUnitBf16;
+    const cudaDataType_t d_type = v == Variant::kVecF32Accumulate ? CUDA_R_32F : CUDA_R_16BF;
+    void* d = v == Variant::kVecF32Accumulate ? b.d_f32 : b.d_bf16;
+    for (int8_t fast : {int8_t{1}, int8_t{0}}) {
+        cublasLtMatmulDesc_t op;
+        CHECK_LT(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+        const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+        CHECK_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+        CHECK_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+        CHECK_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast)));
+        if (vec) {
+            const int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
+            CHECK_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof(mode)));
+            CHECK_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof(mode)));
+            CHECK_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &b.w_scale,
+                                                    sizeof(b.w_scale)));
+            CHECK_LT(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &b.a_scale,
+                                                    sizeof(b.a_scale)));
+        }
+        cublasLtMatrixLayout_t wl, al, dl;
+        CHECK_LT(cublasLtMatrixLayoutCreate(&wl, CUDA_R_8F_E4M3, k, n, k));
+        CHECK_LT(cublasLtMatrixLayoutCreate(&al, CUDA_R_8F_E4M3, k, m, k));
+        CHECK_LT(cublasLtMatrixLayoutCreate(&dl, d_type, n, m, n));
+        cublasLtMatmulPreference_t pref;
+        CHECK_LT(cublasLtMatmulPreferenceCreate(&pref));
+        CHECK_LT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                      &b.workspace_bytes, sizeof(b.workspace_bytes)));
+        cublasLtMatmulHeuristicResult_t res{};
+        int count = 0;
+        const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt, op, wl, al, dl, dl, pref, 1, &res, &count);
+        if (st == CUBLAS_STATUS_SUCCESS && count > 0) {
+            const float alpha = 1.0f, beta = v == Variant::kVecF32Accumulate ? 1.0f : 0.0f;
+            auto once = [&] {
+                CHECK_LT(cublasLtMatmul(lt, op, &alpha, b.w, wl, b.a, al, &beta, d, dl, d, dl, &res.algo, b.workspace,
+                                        b.workspace_bytes, nullptr));
+            };
+            if (v == Variant::kVecF32Accumulate) CHECK_CUDA(cudaMemset(d, 0, size_t{4} * m * n));
+            once();   // the checked result: D = product (+ zeros)
+            CHECK_CUDA(cudaDeviceSynchronize());
+            cudaEvent_t e0, e1;
+            CHECK_CUDA(cudaEventCreate(&e0));
+            CHECK_CUDA(cudaEventCreate(&e1));
+            for (int i = 0; i < 3; ++i) once();
+            constexpr int kReps = 20;
+            CHECK_CUDA(cudaEventRecord(e0));
+            for (int i = 0; i < kReps; ++i) once();
+            CHECK_CUDA(cudaEventRecord(e1));
+            CHECK_CUDA(cudaEventSynchronize(e1));
+            float ms = 0;
+            CHECK_CUDA(cudaEventElapsedTime(&ms, e0, e1));
+            r = {true, fast, 1000.0 * ms / kReps};
+            if (v == Variant::kVecF32Accumulate) {   // back to one product for the check
+                CHECK_CUDA(cudaMemset(d, 0, size_t{4} * m * n));
+                once();
+                CHECK_CUDA(cudaDeviceSynchronize());
+            }
+        }
+        cublasLtMatmulPreferenceDestroy(pref);
+        cublasLtMatrixLayoutDestroy(wl);
+        cublasLtMatrixLayoutDestroy(al);
+        cublasLtMatrixLayoutDestroy(dl);
+        cublasLtMatmulDescDestroy(op);
+        if (r.found) break;
+    }
+    return r;
 }
 
-void probe_descriptor(const Probe& probe, const Descriptor& d) {
-    cublasLtMatmulDesc_t op = nullptr;
-    if (!ok(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F), "desc")) return;
-    const cublasOperation_t transpose = CUBLAS_OP_T, plain = CUBLAS_OP_N;
-    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &transpose, sizeof(transpose));
-    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &plain, sizeof(plain));
-    const int8_t fast = d.fast_accumulation ? 1 : 0;
-    cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_FAST_ACCUM, &fast, sizeof(fast));
-    if (d.scale_vectors) {
-        const int32_t mode = CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F;
-        cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &mode, sizeof(mode));
-        cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &mode, sizeof(mode));
-    }
-    if (d.pointers_first) {
-        cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &probe.scales, sizeof(probe.scales));
-        cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &probe.scales, sizeof(probe.scales));
-    }
-    // Column-major: op(A) = A^T is [rows_a, k], op(B) = B is [k, rows_b], D is [rows_a, rows_b].
-    const int rows_a = d.weight_as_b ? d.m : d.n, rows_b = d.weight_as_b ? d.n : d.m;
-    cublasLtMatrixLayout_t a_layout = nullptr, b_layout = nullptr, d_layout = nullptr;
-    cublasLtMatrixLayoutCreate(&a_layout, CUDA_R_8F_E4M3, d.k, rows_a, d.k);
-    cublasLtMatrixLayoutCreate(&b_layout, CUDA_R_8F_E4M3, d.k, rows_b, d.k);
-    cublasLtMatrixLayoutCreate(&d_layout, d.out, rows_a, rows_b, rows_a);
-    cublasLtMatmulPreference_t pref = nullptr;
-    cublasLtMatmulPreferenceCreate(&pref);
-    cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &probe.workspace_bytes,
-                                         sizeof(probe.workspace_bytes));
-    if (d.alignment_prefs) {
-        const uint32_t align = 16;
-        for (auto attr : {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
-                          CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES})
-            cublasLtMatmulPreferenceSetAttribute(pref, attr, &align, sizeof(align));
-    }
-    cublasLtMatmulHeuristicResult_t results[8];
-    int num_results = 0;
-    const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(probe.handle, op, a_layout, b_layout, d_layout, d_layout,
-                                                                 pref, 8, results, &num_results);
-    float best_us = -1.0f;
-    if (status == CUBLAS_STATUS_SUCCESS && num_results > 0) {
-        void *a = nullptr, *b = nullptr, *out = nullptr;
-        cudaMalloc(&a, size_t{1} * d.k * rows_a);
-        cudaMalloc(&b, size_t{1} * d.k * rows_b);
-        cudaMalloc(&out, size_t{4} * d.m * d.n);
-        cudaMemset(a, 0x30, size_t{1} * d.k * rows_a);
-        cudaMemset(b, 0x30, size_t{1} * d.k * rows_b);
-        if (d.scale_vectors && !d.pointers_first) {   // set now, as Gemm's run would
-            cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &probe.scales, sizeof(probe.scales));
-            cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &probe.scales, sizeof(probe.scales));
-        }
-        for (int i = 0; i < num_results; ++i) {
-            const float us = time_us(probe, op, a_layout, b_layout, d_layout, results[i].algo, a, b, out);
-            if (us >= 0.0f && (best_us < 0.0f || us < best_us)) best_us = us;
-        }
-        cudaFree(a);
-        cudaFree(b);
-        cudaFree(out);
-        const cudaError_t err = cudaGetLastError();
-        if (err != cudaSuccess) std::printf("  CUDA error: %s\n", cudaGetErrorString(err));
-    }
-    std::printf("m=%-5d n=%-5d k=%-5d D=%s vectors=%d pointers_first=%d fast=%d align=%d weight_as_b=%d: status %d, "
-                "%d algorithms, fastest %.1f us\n",
-                d.m, d.n, d.k, d.out == CUDA_R_16BF ? "bf16" : "f32 ", d.scale_vectors, d.pointers_first,
-                d.fast_accumulation, d.alignment_prefs, d.weight_as_b, static_cast<int>(status), num_results, best_us);
-    cublasLtMatmulPreferenceDestroy(pref);
-    cublasLtMatrixLayoutDestroy(a_layout);
-    cublasLtMatrixLayoutDestroy(b_layout);
-    cublasLtMatrixLayoutDestroy(d_layout);
-    cublasLtMatmulDescDestroy(op);
+float bf16_to_float(uint16_t h) {
+    uint32_t bits = uint32_t{h} << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
 }
 
 }  // namespace
 
-int main() {
-    std::printf("cuBLASLt %zu, CUDA runtime %zu\n", cublasLtGetVersion(), cublasLtGetCudartVersion());
-    Probe probe;
-    if (cublasLtCreate(&probe.handle) != CUBLAS_STATUS_SUCCESS || cudaMalloc(&probe.workspace, probe.workspace_bytes) != cudaSuccess ||
-        cudaMalloc(&probe.scales, size_t{4} << 20) != cudaSuccess) {
-        std::printf("no GPU or no cuBLASLt\n");
-        return 1;
+int main(int argc, char** argv) {
+    std::vector<int> ms;
+    for (int i = 1; i < argc; ++i) ms.push_back(std::atoi(argv[i]));
+    if (ms.empty()) ms = {256, 2048};
+    const int shapes[4][2] = {{6144, 4096}, {4096, 4096}, {28672, 4096}, {4096, 14336}};   // q|k|v, o, gate|up, down
+    int version = 0;
+    cublasLtHandle_t lt;
+    CHECK_LT(cublasLtCreate(&lt));
+    version = static_cast<int>(cublasLtGetVersion());
+    cudaDeviceProp prop{};
+    CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+    std::printf("%s, cublasLt %d\n", prop.name, version);
+    std::mt19937 rng(7);
+    std::uniform_int_distribution<int> code(0, 0x76);   // finite E4M3 magnitudes below 448 (0x7e)
+    std::uniform_real_distribution<float> scale(0.5f, 2.0f);
+    for (int m : ms) {
+        for (const auto& s : shapes) {
+            const int n = s[0], k = s[1];
+            std::vector<uint8_t> ha(size_t(m) * k), hw(size_t(n) * k);
+            for (auto& x : ha) x = uint8_t(code(rng) | (rng() & 1 ? 0x80 : 0));
+            for (auto& x : hw) x = uint8_t(code(rng) | (rng() & 1 ? 0x80 : 0));
+            std::vector<float> has(m), hws(n);
+            for (auto& x : has) x = scale(rng);
+            for (auto& x : hws) x = scale(rng);
+            Buffers b{};
+            b.workspace_bytes = size_t{32} << 20;
+            CHECK_CUDA(cudaMalloc(&b.a, ha.size()));
+            CHECK_CUDA(cudaMalloc(&b.w, hw.size()));
+            CHECK_CUDA(cudaMalloc(&b.d_bf16, size_t{2} * m * n));
+            CHECK_CUDA(cudaMalloc(&b.d_f32, size_t{4} * m * n));
+            CHECK_CUDA(cudaMalloc(&b.a_scale, 4 * has.size()));
+            CHECK_CUDA(cudaMalloc(&b.w_scale, 4 * hws.size()));
+            CHECK_CUDA(cudaMalloc(&b.workspace, b.workspace_bytes));
+            CHECK_CUDA(cudaMemcpy(b.a, ha.data(), ha.size(), cudaMemcpyHostToDevice));
+            CHECK_CUDA(cudaMemcpy(b.w, hw.data(), hw.size(), cudaMemcpyHostToDevice));
+            CHECK_CUDA(cudaMemcpy(b.a_scale, has.data(), 4 * has.size(), cudaMemcpyHostToDevice));
+            CHECK_CUDA(cudaMemcpy(b.w_scale, hws.data(), 4 * hws.size(), cudaMemcpyHostToDevice));
+            std::vector<uint16_t> unit(size_t(m) * n);
+            for (Variant v : {Variant::kUnitBf16, Variant::kVecBf16, Variant::kVecF32Accumulate}) {
+                const Result r = run(lt, b, v, m, n, k);
+                double worst = 0;
+                if (r.found && v == Variant::kUnitBf16) {
+                    CHECK_CUDA(cudaMemcpy(unit.data(), b.d_bf16, 2 * unit.size(), cudaMemcpyDeviceToHost));
+                } else if (r.found) {
+                    std::vector<float> got(size_t(m) * n);
+                    if (v == Variant::kVecBf16) {
+                        std::vector<uint16_t> h(got.size());
+                        CHECK_CUDA(cudaMemcpy(h.data(), b.d_bf16, 2 * h.size(), cudaMemcpyDeviceToHost));
+                        for (size_t i = 0; i < h.size(); ++i) got[i] = bf16_to_float(h[i]);
+                    } else {
+                        CHECK_CUDA(cudaMemcpy(got.data(), b.d_f32, 4 * got.size(), cudaMemcpyDeviceToHost));
+                    }
+                    double max_ref = 0;
+                    for (size_t i = 0; i < got.size(); ++i) {
+                        const double ref = double(bf16_to_float(unit[i])) * has[i / n] * hws[i % n];
+                        max_ref = std::max(max_ref, std::fabs(ref));
+                        worst = std::max(worst, std::fabs(got[i] - ref));
+                    }
+                    worst /= max_ref > 0 ? max_ref : 1;
+                }
+                std::printf("m=%-5d n=%-6d k=%-6d %-11s %s", m, n, k, name_of(v), r.found ? "found" : "NO ALGORITHM");
+                if (r.found) {
+                    std::printf("  fast_accum=%d  %9.2f us  %7.1f TFLOP/s", r.fast_accum, r.us,
+                                2.0 * m * n * k / (r.us * 1e-6) / 1e12);
+                    if (v != Variant::kUnitBf16) std::printf("  max |diff| / max |ref| %.2e", worst);
+                }
+                std::printf("\n");
+            }
+            for (void* p : {b.a, b.w, b.d_bf16, b.d_f32, b.a_scale, b.w_scale, b.workspace}) cudaFree(p);
+        }
     }
-    cudaMemset(probe.scales, 0, size_t{4} << 20);
-    // Every combination at one shape (o_proj at 2048 tokens)...
-    for (const bool vectors : {false, true})
-        for (const cudaDataType_t out : {CUDA_R_16BF, CUDA_R_32F})
-            for (const bool pointers_first : {false, true})
-                for (const bool fast : {true, false})
-                    for (const bool align : {true, false})
-                        for (const bool weight_as_b : {false, true})
-                            probe_descriptor(probe, {2048, 4096, 4096, out, vectors, pointers_first, fast, align, weight_as_b});
-    // ...then the 8B's shapes with bf16 out, pointers first, both operand orders, unit and vector scales.
-    const int ns[] = {6144, 4096, 28672, 4096}, ks[] = {4096, 4096, 4096, 14336};
-    for (const int m : {16, 64, 256, 1024, 2048, 4096})
-        for (int shape = 0; shape < 4; ++shape)
-            for (const bool vectors : {false, true})
-                for (const bool weight_as_b : {false, true})
-                    probe_descriptor(probe, {m, ns[shape], ks[shape], CUDA_R_16BF, vectors, true, true, true, weight_as_b});
-    cudaFree(probe.scales);
-    cudaFree(probe.workspace);
-    cublasLtDestroy(probe.handle);
+    cublasLtDestroy(lt);
     return 0;
 }
