@@ -1,7 +1,7 @@
-// The FP8 GEMM's own kernels around cuBLASLt's unit-scale product: quantize_fp8_rows (or rms_norm_fp8,
-// the RMSNorm that makes its input) before it,
-// scale_fp8_product after it (where the consumer cannot apply the scales itself), and silu_mul_fp8,
-// which applies gate_up's scales, the SwiGLU gate and down_proj's input quantization in one pass.
+// The FP8 GEMM's own kernels around cuBLASLt: quantize_fp8_rows (or rms_norm_fp8, the RMSNorm that
+// makes its input) before it; silu_mul_fp8 after gate_up (the SwiGLU gate and down_proj's input
+// quantization in one pass); and where cuBLASLt cannot apply the scale vectors itself (Gemm::run_fp8_unit),
+// scale_fp8_product after it, or silu_mul_fp8 applying gate_up's scales as it reads the product.
 //
 // quantize_fp8_rows: per-token dynamic FP8 (E4M3) quantization of a bf16 activation for the FP8
 // GEMM. One block per row: the row's absolute maximum (16-byte loads, block reduction), then each
