@@ -166,9 +166,11 @@ void CudaRunner::Impl::run_mlp(const CudaLayerWeights& w, int t) {
 // The FP8 product of act_q / act_scale and w into bf16 `out` ([t, n]): scaled by cuBLASLt itself where it
 // can (true), else at unit scales (false: the consumer applies act_scale and w.row_scale as it reads it).
 bool CudaRunner::Impl::fp8_gemm_into(const CudaLinear& w, const cuda::DeviceBuffer& out, int t, int n, int k) {
-    if (gemm.fp8_scaled_supported(t, n, k, cuda::GemmOut::kBf16, false)) {
-        CUDA_CHECK(gemm.run_fp8_scaled(ptr<uint8_t>(act_q), ptr<float>(act_scale), ptr<uint8_t>(w.weight),
-                                       ptr<float>(w.row_scale), out.data(), cuda::GemmOut::kBf16, t, n, k, false, stream));
+    const cudaError_t scaled = gemm.run_fp8_scaled(ptr<uint8_t>(act_q), ptr<float>(act_scale), ptr<uint8_t>(w.weight),
+                                                   ptr<float>(w.row_scale), out.data(), cuda::GemmOut::kBf16, t, n, k,
+                                                   false, stream);
+    if (scaled != cudaErrorNotSupported) {
+        CUDA_CHECK(scaled);
         return true;
     }
     CUDA_CHECK(gemm.run_fp8_unit(ptr<uint8_t>(act_q), ptr<uint8_t>(w.weight), ptr<bf16>(out), t, n, k, stream));

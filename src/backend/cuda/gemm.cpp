@@ -186,13 +186,6 @@ cudaError_t Gemm::run_fp8_unit(const uint8_t* a, const uint8_t* w, bf16* d, int 
     return impl_->matmul(p, a, w, d, false, stream);
 }
 
-bool Gemm::fp8_scaled_supported(int m, int n, int k, GemmOut out_type, bool accumulate) {
-    if (m <= 0 || n <= 0 || k <= 0 || k % 16 != 0 || n % 16 != 0) return false;
-    PlanKey key{m, n, k, out_type, accumulate, 16};
-    key.fp8 = key.scaled = true;
-    return impl_->plan_for(key).has_algo;
-}
-
 cudaError_t Gemm::run_fp8_scaled(const uint8_t* a, const float* a_scale, const uint8_t* w, const float* w_scale,
                                  void* d, GemmOut out_type, int m, int n, int k, bool accumulate, cudaStream_t stream) {
     if (m < 0 || n < 0 || k < 0 || a_scale == nullptr || w_scale == nullptr) return cudaErrorInvalidValue;

@@ -42,7 +42,6 @@ public:
     // placeholders it has one for each of the 8B's shapes, H100 2026-12-07.)
     cudaError_t run_fp8_scaled(const uint8_t* a, const float* a_scale, const uint8_t* w, const float* w_scale, void* d,
                                GemmOut out_type, int m, int n, int k, bool accumulate, cudaStream_t stream);
-    bool fp8_scaled_supported(int m, int n, int k, GemmOut out_type, bool accumulate);
     // The same product for any consumer: run_fp8_scaled where cuBLASLt has it, else run_fp8_unit into
     // `scratch` (bf16, scratch_rows x n; m is taken in chunks of scratch_rows), then scale_fp8_product.
     cudaError_t run_fp8(const uint8_t* a, const float* a_scale, const uint8_t* w, const float* w_scale, void* d,
