@@ -462,7 +462,7 @@ void bench_fp8_splits(std::mt19937& rng) {
         DeviceBuffer w_scale = upload(std::vector<float>(s.n, 0.01f));
         for (int m : {1, 8}) {
             std::printf("fp8_splits m=%d %-8s", m, s.name);
-            for (int splits : {0, 1, 2, 4, 8}) {
+            for (int splits : {0, 1, 2, 4, 8, 16, 32, 64}) {
                 const double ms = time_ms([&] {
                     return fp8_gemv(a.as<bf16>(), w8.as<uint8_t>(), w_scale.as<float>(), d.data(), false, m, s.n, s.k,
                                     false, nullptr, splits);
