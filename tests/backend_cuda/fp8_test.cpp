@@ -112,8 +112,8 @@ TEST_F(Fp8Test, GemvMatchesCpuOnTheQuantizedWeights) {
                 };
                 EXPECT_LT(relative_error(row(out), row(want)), f32 ? 1e-5 : 4e-3) << "token " << r;
             }
-            if (f32 && !acc) {   // every split count gives the same within fp32 rounding (past 8: clusters)
-                for (int splits : {1, 2, 4, 8, 16, 32, 64}) {
+            if (f32 && !acc) {   // every split count gives the same within fp32 rounding
+                for (int splits : {1, 2, 4, 8}) {
                     DeviceBuffer d_s2 = poisoned(count * 4);
                     ASSERT_EQ(fp8_gemv(d_a.as<bf16>(), d_w.as<uint8_t>(), d_s.as<float>(), d_s2.data(), true, c.m, c.n,
                                        c.k, false, nullptr, splits),
@@ -345,8 +345,6 @@ TEST_F(Fp8Test, ShapesTheKernelsCannotTakeAreRefused) {
               cudaErrorInvalidValue);
     EXPECT_EQ(fp8_gemv(a.as<bf16>(), w.as<uint8_t>(), s.as<float>(), d.data(), true, 1, 8, 64, false, nullptr, 3),
               cudaErrorInvalidValue);   // splits
-    EXPECT_EQ(fp8_gemv(a.as<bf16>(), w.as<uint8_t>(), s.as<float>(), d.data(), true, 1, 8, 64, false, nullptr, 128),
-              cudaErrorInvalidValue);   // a cluster of 16 blocks
     EXPECT_EQ(fp8_gemv_silu_mul(a.as<bf16>(), w.as<uint8_t>(), s.as<float>(), d.as<bf16>(), 9, 8, 64, nullptr),
               cudaErrorInvalidValue);   // more than 8 tokens
     EXPECT_EQ(scale_fp8_product(p.as<bf16>(), s.as<float>(), s.as<float>(), d.data(), true, false, 2, 30, nullptr),

@@ -15,21 +15,16 @@
 namespace hichat::cuda {
 namespace {
 
-constexpr int kMinKeysPerSplit = 256;   // shorter splits cost more in the combine than they save
+// Shorter splits cost more in the combine than they save. Splits of 64 keys and more whose blocks
+// meet in a cluster (distributed shared memory, no combine_kernel) for small batches were slower too:
+// 8B FP8 batch 1 3.59 against 3.50 ms per token, batch 8 4.17 against 3.74 (H100, 2026-12-07 e).
+constexpr int kMinKeysPerSplit = 256;
 constexpr int kMaxSplits = 64;          // at most kMaxCombineSplits (attention_decode.cu)
 constexpr int kSplitKeyQuantum = 128;   // a decode block's 4 warps take 16-key tiles in turn
 constexpr int kMaxTokenSplits = 1024;   // partial rows (tokens x splits) the workspace holds at most
 constexpr int kDecodeRows = 16;         // query heads one decode block carries (attention_decode.cu)
-constexpr int kTileKeys = 16;           // keys of a decode warp's tile
 constexpr int kSplitOverheadKeys = 128; // per-block cost outside the key loop (prologue, merge), in keys
 constexpr float kLog2e = 1.4426950408889634f;
-// Measurement knob: the fewest keys of a split whose blocks meet in a cluster (0: no cluster splits).
-#ifndef ATTN_CLUSTER_MIN_KEYS
-#define ATTN_CLUSTER_MIN_KEYS 0
-#endif
-constexpr int kClusterMinKeys = ATTN_CLUSTER_MIN_KEYS;
-constexpr int kClusterMaxKeys = 512;    // longer contexts split through the workspace and combine_kernel
-constexpr int kMaxClusterSplits = 8;    // portable cluster size
 
 int max_splits_for(int max_seq_len_kv) {
     return std::clamp(kernels::ceil_div(std::max(max_seq_len_kv, 1), kMinKeysPerSplit), 1, kMaxSplits);
@@ -77,17 +72,6 @@ attn::DecodeSplit plan_decode_split(const AttentionMetadata& meta, int num_heads
         }
     }
     attn::DecodeSplit split;
-    // Few blocks (a small batch) over a short context: the splits meet in a cluster, without a second
-    // kernel or the workspace.
-    const int cluster = std::min({kMaxClusterSplits, capacity / std::max(base_blocks, 1),
-                                  kClusterMinKeys > 0 ? kernels::ceil_div(max_len, kClusterMinKeys) : 1});
-    if (cluster >= 2 && max_len <= cluster * kClusterMaxKeys) {
-        split.in_cluster = true;
-        split.keys_per_split = kernels::ceil_div(kernels::ceil_div(max_len, cluster), kTileKeys) * kTileKeys;
-        split.num_splits = kernels::ceil_div(max_len, split.keys_per_split);
-        if (split.num_splits == 1) split.in_cluster = false;
-        return split;
-    }
     split.keys_per_split = keys_per_split_for(max_len, best);
     split.num_splits = kernels::ceil_div(max_len, split.keys_per_split);
     if (split.num_splits > 1) {

@@ -26,7 +26,6 @@
 #include "backend/cuda/e4m3_bf16.cuh"
 #include "backend/cuda/kernel_util.cuh"
 
-#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -74,8 +73,7 @@ struct DecodeShape {
     static constexpr int kWarpBytes = kStages * kStageBytes + kConvertedBytes;
     static constexpr int kSmemBytes = kWarps * kWarpBytes;
     static constexpr int kMergeBytes = static_cast<int>(sizeof(float)) * kWarps * kRows * (D + 2);
-    static constexpr int kResultBytes = static_cast<int>(sizeof(float)) * kRows * (D + 1);   // a cluster split's
-    static_assert(kMergeBytes + kResultBytes <= kSmemBytes, "the merge and the result reuse the tile ring");
+    static_assert(kMergeBytes <= kSmemBytes, "the merge reuses the tile ring");
     static_assert(kMinBlocksPerSm * (kSmemBytes + 1024) <= 227 * 1024, "kMinBlocksPerSm blocks per SM");
 };
 
@@ -477,11 +475,10 @@ __device__ __forceinline__ void store_warp_state(DecodeState<D>& st, float* merg
     }
 }
 
-// Merges the warps' states and writes the output (bf16), this split's partials, or (in a cluster) its
-// result o [kRows, D] and lse [kRows] into shared memory for combine_in_cluster.
+// Merges the warps' states and writes the output (bf16) or this split's partials.
 template <int D>
-__device__ void merge_and_store(const float* merge_o, const float* merge_ml, float* result, const AttnArgs& a,
-                                const DecodeWork& w, const DecodeSplit& split) {
+__device__ void merge_and_store(const float* merge_o, const float* merge_ml, const AttnArgs& a, const DecodeWork& w,
+                                const DecodeSplit& split) {
     for (int i = threadIdx.x; i < w.num_rows * D; i += kThreads) {
         const int r = i / D;
         const int d = i % D;
@@ -501,43 +498,12 @@ __device__ void merge_and_store(const float* merge_o, const float* merge_ml, flo
         const int64_t token_head = static_cast<int64_t>(w.token) * a.num_heads + w.head0 + r;
         if (split.num_splits == 1) {
             a.out[token_head * D + d] = __float2bfloat16(o);
-        } else if (split.in_cluster) {
-            result[r * D + d] = o;
-            if (d == 0) result[kRows * D + r] = l_sum > 0.0f ? m_max + log2f(l_sum) : -INFINITY;
         } else {
             const int64_t idx = token_head * split.num_splits + blockIdx.z;
             split.partial_o[idx * D + d] = o;
             if (d == 0) split.partial_lse[idx] = l_sum > 0.0f ? m_max + log2f(l_sum) : -INFINITY;
         }
     }
-}
-
-// The cluster's splits (ranks in key order) meet in rank 0, as combine_kernel has them meet: out =
-// sum of o_i * 2^(lse_i - max) over the sum of those weights.
-template <int D>
-__device__ void combine_in_cluster(float* result, const AttnArgs& a, const DecodeWork& w, int num_splits) {
-    namespace cg = cooperative_groups;
-    const cg::cluster_group cluster = cg::this_cluster();
-    cluster.sync();   // every split's result is in its block's shared memory
-    if (cluster.block_rank() == 0) {
-        for (int i = threadIdx.x; i < w.num_rows * D; i += kThreads) {
-            const int r = i / D;
-            float m = -INFINITY;
-            for (int k = 0; k < num_splits; ++k) m = fmaxf(m, cluster.map_shared_rank(result, k)[kRows * D + r]);
-            float weight_sum = 0.0f, o = 0.0f;
-            for (int k = 0; k < num_splits; ++k) {
-                const float* other = cluster.map_shared_rank(result, k);
-                const float lse = other[kRows * D + r];
-                if (lse == -INFINITY) continue;   // a split past the end
-                const float weight = exp2f(lse - m);
-                weight_sum += weight;
-                o += weight * other[i];
-            }
-            const int64_t token_head = static_cast<int64_t>(w.token) * a.num_heads + w.head0 + r;
-            a.out[token_head * D + i % D] = __float2bfloat16(weight_sum > 0.0f ? o / weight_sum : 0.0f);
-        }
-    }
-    cluster.sync();   // the other blocks' shared memory stays until rank 0 has read it
 }
 
 template <int D, bool kFp8>
@@ -567,12 +533,7 @@ __global__ void __launch_bounds__(kThreads, (DecodeShape<D, kFp8>::kMinBlocksPer
     float* merge_ml = merge_o + kWarps * kRows * D;        // [kWarps, kRows, 2]
     store_warp_state<D>(st, merge_o, merge_ml, warp, lane);
     __syncthreads();
-    float* result = merge_ml + kWarps * kRows * 2;         // [kRows, D] o, then [kRows] lse
-    merge_and_store<D>(merge_o, merge_ml, result, a, w, split);
-    if (split.in_cluster) {
-        __syncthreads();
-        combine_in_cluster<D>(result, a, w, split.num_splits);
-    }
+    merge_and_store<D>(merge_o, merge_ml, a, w, split);
 }
 
 // out[token, head, :] = sum over splits of o_i * w_i with w_i = 2^(lse_i - max) / (sum of them). One block
@@ -629,24 +590,6 @@ cudaError_t launch_decode_d(const AttnArgs& a, const DecodeSplit& split, cudaStr
     const int group_size = a.num_heads / a.num_kv_heads;
     const int num_row_groups = (group_size + kRows - 1) / kRows;
     const dim3 grid(a.num_seqs, a.num_kv_heads * num_row_groups, split.num_splits);
-    if (split.in_cluster) {
-        if (split.num_splits > 8) return cudaErrorInvalidValue;
-        cudaLaunchAttribute attrs[2]{};
-        attrs[0].id = cudaLaunchAttributeClusterDimension;
-        attrs[0].val.clusterDim.x = 1;
-        attrs[0].val.clusterDim.y = 1;
-        attrs[0].val.clusterDim.z = split.num_splits;
-        attrs[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attrs[1].val.programmaticStreamSerializationAllowed = 1;
-        cudaLaunchConfig_t config{};
-        config.gridDim = grid;
-        config.blockDim = dim3(kThreads);
-        config.dynamicSmemBytes = kSmem;
-        config.stream = stream;
-        config.attrs = attrs;
-        config.numAttrs = kernels::pdl_enabled() ? 2 : 1;
-        return cudaLaunchKernelEx(&config, decode_kernel<D, kFp8>, a, split);
-    }
     err = kernels::launch_pdl(decode_kernel<D, kFp8>, grid, dim3(kThreads), kSmem, stream, a, split);
     if (err != cudaSuccess || split.num_splits == 1) return err;
     return kernels::launch_pdl(combine_kernel, dim3(a.num_seqs, a.num_heads), dim3(D), 0, stream, a, split);

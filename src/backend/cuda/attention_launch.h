@@ -33,9 +33,8 @@ struct AttnArgs {
 struct DecodeSplit {
     int num_splits = 1;
     int keys_per_split = 0;
-    float* partial_o = nullptr;    // the splits' partials when they meet in combine_kernel
+    float* partial_o = nullptr;
     float* partial_lse = nullptr;
-    bool in_cluster = false;       // the splits (at most 8) are one cluster's blocks and meet in shared memory
 };
 cudaError_t launch_decode(const AttnArgs& a, const DecodeSplit& split, cudaStream_t stream);   // bf16 cache
 cudaError_t launch_decode_fp8(const AttnArgs& a, const DecodeSplit& split, cudaStream_t stream);

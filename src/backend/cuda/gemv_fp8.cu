@@ -17,10 +17,6 @@
 // activations are multiplied by 2^100 (exact in bf16 below 2^28), so the products sit in fp32's normal
 // range; the row's sum is multiplied by 2^20 * w_scale[row] at the end.
 
-#include <algorithm>
-
-#include <cooperative_groups.h>
-
 #include "backend/cuda/e4m3_bf16.cuh"
 #include "backend/cuda/kernel_util.cuh"
 #include "backend/cuda/ops.h"
@@ -37,24 +33,18 @@ constexpr int kTileRows = 16, kStepK = 64, kMaxTokens = 8;
 // 3.537 ms per token; the same with the interleaved passes below 3.461 / 3.462; 2 steps and 4 blocks,
 // interleaved, 3.449 / 3.449. Blocks of 16 warps (8 slices of k per gate/up tile, and 16 per o and
 // down tile, whose 256 tiles fit in 2 blocks per SM) were slower: 3.572 against 3.453 (H100,
-// 2026-12-07, one round).
+// 2026-12-07, one round). A tile's k slices spread over a cluster of 2-8 blocks (16-64 slices, the
+// partial sums meeting through distributed shared memory) were slower at every shape (H100,
+// 2026-12-07 e, bench/results/fp8-gemv-attn-clusters-h100-2026-12-07e.txt): m = 1 o 12.0 / 13.6 /
+// 18.1 / 27.7 us at 8 / 16 / 32 / 64 slices, gate|up 47.5 / 56.9 / 73.9 / 134.2; 8B batch 1 5.30
+// against 3.50 ms per token with up to 8 blocks per tile.
 #ifndef FP8_UNROLL
 #define FP8_UNROLL 2
 #endif
 #ifndef FP8_MINB
 #define FP8_MINB 4
 #endif
-// Measurement knobs for the cluster split (below): the most blocks a tile's slices may span (1: one
-// block, as before), and the fewest steps of k a warp's slice may have.
-#ifndef FP8_MAX_CLUSTER
-#define FP8_MAX_CLUSTER 1
-#endif
-#ifndef FP8_MIN_STEPS
-#define FP8_MIN_STEPS FP8_UNROLL
-#endif
 constexpr int kUnroll = FP8_UNROLL;
-constexpr int kMaxCluster = FP8_MAX_CLUSTER, kMinSteps = FP8_MIN_STEPS;
-constexpr int kMaxSplitClusters = 8;   // blocks per cluster that fp8_gemv's splits may ask for (portable)
 constexpr uint32_t kActScale = kernels::kBf16x2Pow100;   // on the activations
 constexpr float kUnscale = 0x1p20f;          // 2^120 * 2^-100
 
@@ -124,19 +114,15 @@ __global__ void __launch_bounds__(kThreads, FP8_MINB) fp8_gemv_kernel(const bf16
                                                             bool accumulate) {
     __shared__ float partial[kWarps][4][32];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-    // A tile's slices in one block (block_splits), and the blocks of one cluster that share its slices.
-    const int block_splits = min(splits, kPair ? kWarps / 2 : kWarps), cluster = splits / block_splits;
-    const int rank = blockIdx.x % cluster, group = blockIdx.x / cluster;
-    const int local = warp / block_splits, slice = rank * block_splits + warp % block_splits;
-    const bool first = warp % block_splits == 0;   // the block's first slice of its tile
+    const int local = warp / splits, slice = warp % splits;
     const int half = n / 2;   // kPair: the intermediate size
     int row0, last_row;       // the tile's first row; rows past last_row read it and are not written
     if constexpr (kPair) {
-        const int j0 = (group * (kWarps / block_splits / 2) + local / 2) * kTileRows, part = local % 2;
+        const int j0 = (blockIdx.x * (kWarps / splits / 2) + local / 2) * kTileRows, part = local % 2;
         row0 = part * half + j0;
         last_row = part * half + half - 1;
     } else {
-        row0 = (group * (kWarps / block_splits) + local) * kTileRows;
+        row0 = (blockIdx.x * (kWarps / splits) + local) * kTileRows;
         last_row = n - 1;
     }
     const int steps = k / kStepK;
@@ -161,46 +147,29 @@ __global__ void __launch_bounds__(kThreads, FP8_MINB) fp8_gemv_kernel(const bf16
 #pragma unroll
         for (int i = 0; i < 4; ++i) partial[warp][i][lane] = c[i];
         __syncthreads();
-        if (first)
-            for (int p = 1; p < block_splits; ++p)
+        if (slice == 0)
+            for (int p = 1; p < splits; ++p)
 #pragma unroll
                 for (int i = 0; i < 4; ++i) c[i] += partial[warp + p][i][lane];
-    }
-    if (cluster > 1) {   // the cluster's first block adds the others' sums, in rank order
-        namespace cg = cooperative_groups;
-        const cg::cluster_group blocks = cg::this_cluster();
-        if (first)
-#pragma unroll
-            for (int i = 0; i < 4; ++i) partial[warp][i][lane] = c[i];
-        blocks.sync();
-        if (rank == 0 && first) {
-            for (int r = 1; r < cluster; ++r) {
-                const float* other = blocks.map_shared_rank(&partial[0][0][0], r);
-#pragma unroll
-                for (int i = 0; i < 4; ++i) c[i] += other[(warp * 4 + i) * 32 + lane];
-            }
-        }
-        blocks.sync();   // the others' shared memory stays until it is read
-        if (rank != 0) return;
     }
     // c[0], c[1]: row row0 + g, tokens 2t and 2t + 1; c[2], c[3]: row row0 + g + 8.
     if constexpr (kPair) {
         __syncthreads();   // every slice read; the up tile's sums go where the gate tile's warp finds them
-        if (first && local % 2 == 1)
+        if (slice == 0 && local % 2 == 1)
 #pragma unroll
             for (int i = 0; i < 4; ++i) partial[warp][i][lane] = c[i] * kUnscale;
         __syncthreads();
-        if (!first || local % 2 == 1) return;
+        if (slice != 0 || local % 2 == 1) return;
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
             const int j = row0 + g + (i / 2) * 8, tok = 2 * t + i % 2;
             if (j >= half || tok >= m) continue;
             const float gate = __bfloat162float(__float2bfloat16(c[i] * kUnscale * w_scale[j]));
-            const float up = __bfloat162float(__float2bfloat16(partial[warp + block_splits][i][lane] * w_scale[half + j]));
+            const float up = __bfloat162float(__float2bfloat16(partial[warp + splits][i][lane] * w_scale[half + j]));
             static_cast<bf16*>(d)[static_cast<int64_t>(tok) * half + j] = __float2bfloat16(kernels::silu(gate) * up);
         }
     } else {
-        if (!first) return;
+        if (slice != 0) return;
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
             const int row = row0 + g + (i / 2) * 8, tok = 2 * t + i % 2;
@@ -217,36 +186,15 @@ __global__ void __launch_bounds__(kThreads, FP8_MINB) fp8_gemv_kernel(const bf16
     }
 }
 
-// Slices of k per tile (a power of two; at most max_splits): the most that leave each warp at least
-// kMinSteps steps. Measured on the 8B's shapes at m = 1 and 8 (H200, 2026-12-03,
+// Slices of k per tile (1, 2, 4 or 8 warps of one block; at most max_splits): the most that leave
+// each warp at least kUnroll steps. Measured on the 8B's shapes at m = 1 and 8 (H200, 2026-12-03,
 // cuda_ops_bench fp8_splits, us for 1 / 2 / 4 / 8 splits): q|k|v 30.2 / 20.1 / 15.7 / 13.8, o 28.0 /
 // 17.8 / 12.3 / 11.1, gate|up 41.7 / 52.2 / 42.4 / 38.0, down 89.2 / 49.8 / 31.7 / 24.7: the most is
 // fastest everywhere (fewer splits where the tiles alone fill the GPU was 53.4 for gate|up).
 int choose_splits(int steps, int max_splits) {
     int splits = max_splits;
-    while (splits > 1 && steps / splits < kMinSteps) splits /= 2;
+    while (splits > 1 && steps / splits < kUnroll) splits /= 2;
     return splits;
-}
-
-// The kernel over `groups` sets of tiles, each set on `splits / block_splits` blocks of one cluster.
-template <bool kPair>
-cudaError_t launch(int groups, int splits, cudaStream_t stream, const bf16* a, const uint8_t* w, const float* w_scale,
-                   void* d, int m, int n, int k, bool f32_out, bool accumulate) {
-    const int cluster = splits / std::min(splits, kPair ? kWarps / 2 : kWarps);
-    cudaLaunchAttribute attrs[2]{};
-    attrs[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attrs[0].val.programmaticStreamSerializationAllowed = 1;
-    attrs[1].id = cudaLaunchAttributeClusterDimension;
-    attrs[1].val.clusterDim.x = cluster;
-    attrs[1].val.clusterDim.y = 1;
-    attrs[1].val.clusterDim.z = 1;
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(groups * cluster);
-    config.blockDim = dim3(kThreads);
-    config.stream = stream;
-    config.attrs = kernels::pdl_enabled() ? attrs : attrs + 1;
-    config.numAttrs = (kernels::pdl_enabled() ? 1 : 0) + (cluster > 1 ? 1 : 0);
-    return cudaLaunchKernelEx(&config, fp8_gemv_kernel<kPair>, a, w, w_scale, d, m, n, k, splits, f32_out, accumulate);
 }
 
 }  // namespace
@@ -260,13 +208,13 @@ cudaError_t fp8_gemv(const bf16* a, const uint8_t* w, const float* w_scale, void
                      int k, bool accumulate, cudaStream_t stream, int splits) {
     if (n == 0) return cudaSuccess;
     if (!fp8_gemv_applies(a, w, d, m, k) || n < 0 || w_scale == nullptr || (accumulate && !f32_out) ||
-        (splits != 0 && (splits < 1 || splits > kWarps * kMaxSplitClusters || (splits & (splits - 1)) != 0))) {
+        (splits != 0 && splits != 1 && splits != 2 && splits != 4 && splits != 8)) {
         return cudaErrorInvalidValue;
     }
     const int tiles = kernels::ceil_div(n, kTileRows);
-    if (splits == 0) splits = choose_splits(k / kStepK, kWarps * kMaxCluster);
-    return launch<false>(kernels::ceil_div(tiles, kWarps / std::min(splits, kWarps)), splits, stream, a, w, w_scale, d, m,
-                         n, k, f32_out, accumulate);
+    if (splits == 0) splits = choose_splits(k / kStepK, kWarps);
+    return kernels::launch_pdl(fp8_gemv_kernel<false>, dim3(kernels::ceil_div(tiles, kWarps / splits)), dim3(kThreads),
+                               0, stream, a, w, w_scale, d, m, n, k, splits, f32_out, accumulate);
 }
 
 cudaError_t fp8_gemv_silu_mul(const bf16* a, const uint8_t* w_gate_up, const float* w_scale, bf16* out, int m,
@@ -276,9 +224,10 @@ cudaError_t fp8_gemv_silu_mul(const bf16* a, const uint8_t* w_gate_up, const flo
         return cudaErrorInvalidValue;
     }
     const int pairs = kernels::ceil_div(intermediate, kTileRows);
-    const int splits = choose_splits(k / kStepK, kWarps / 2 * kMaxCluster);
-    return launch<true>(kernels::ceil_div(pairs, kWarps / std::min(splits, kWarps / 2) / 2), splits, stream, a, w_gate_up,
-                        w_scale, static_cast<void*>(out), m, 2 * intermediate, k, false, false);
+    const int splits = choose_splits(k / kStepK, kWarps / 2);
+    return kernels::launch_pdl(fp8_gemv_kernel<true>, dim3(kernels::ceil_div(pairs, kWarps / splits / 2)),
+                               dim3(kThreads), 0, stream, a, w_gate_up, w_scale, static_cast<void*>(out), m,
+                               2 * intermediate, k, splits, false, false);
 }
 
 }  // namespace hichat::cuda

@@ -119,8 +119,7 @@ cudaError_t gemv_silu_mul(const bf16* a, const bf16* w_gate_up, bf16* out, int i
 // accumulation. Needs k % 64 == 0, 16-byte aligned a and w. The activations stay bf16 (weight-only
 // FP8: a small step reads weights).
 bool fp8_gemv_applies(const void* a, const void* w, const void* d, int m, int k);   // 1 <= m <= 8
-// splits: warps per 16-row tile, each a slice of k (1, 2, 4, ... 64; past 8, the tile spans a cluster of
-// splits / 8 blocks); 0 chooses from the shape (what the
+// splits: warps per 16-row tile, each a slice of k (1, 2, 4 or 8); 0 chooses from the shape (what the
 // runner uses; tests and cuda_ops_bench force others to compare).
 cudaError_t fp8_gemv(const bf16* a, const uint8_t* w, const float* w_scale, void* d, bool f32_out, int m, int n,
                      int k, bool accumulate, cudaStream_t stream, int splits = 0);
