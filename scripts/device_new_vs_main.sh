@@ -9,7 +9,7 @@
 #      (FP8, FP8-KV, CUDA); memcheck on the FP8 and FP8-KV op tests;
 #   2. the random 8B with --quantization fp8: TTFT of a 2048-token prompt (batch 1), main then
 #      candidate, twice; batch 1 128 / 256 ms per token; batch 256 1000 / 1000 with the FP8 cache;
-#   3. cuda_ops_bench fp8 and attention, main then candidate; when the bundle has them, step_timeline_new
+#   3. cuda_ops_bench fp8, attention, fp8_rows and rope, main then candidate; when the bundle has them, step_timeline_new
 #      for a 2048-token prefill and at batch 256 (1000-token contexts), and cublaslt_scale_probe.
 # Prints a table ($OUT/table.txt); logs in $OUT/logs.tgz.
 set -uo pipefail
@@ -56,6 +56,8 @@ for v in "" _new; do
   grep 'per layer' $log/fp8$v.log | sed 's/^/  /' | tee -a $table
   timeout 30 cuda_ops_bench$v attention > $log/attention$v.log 2>&1; row "cuda_ops_bench$v attention rc=$?" ""
   grep -E '^decode attention' $log/attention$v.log | grep -v graph | sed 's/^/  /' | tee -a $table
+  timeout 30 cuda_ops_bench$v fp8_rows rope > $log/rows$v.log 2>&1; row "cuda_ops_bench$v fp8_rows rope rc=$?" ""
+  grep -E 'fp8|qkv_rope' $log/rows$v.log | sed 's/^/  /' | tee -a $table
 done
 if command -v step_timeline_new > /dev/null && ! late "$budget"; then   # where a 2048-token prefill's time goes
   timeout 60 step_timeline_new --model /tmp/b8 --quantization fp8 --kv-cache-dtype bf16 --device cuda --batch 1 \
