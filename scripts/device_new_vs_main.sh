@@ -9,8 +9,9 @@
 #      (FP8, FP8-KV, CUDA); memcheck on the FP8 and FP8-KV op tests;
 #   2. the random 8B with --quantization fp8: TTFT of a 2048-token prompt (batch 1), main then
 #      candidate, twice; batch 1 128 / 256 ms per token; batch 256 1000 / 1000 with the FP8 cache;
-#   3. cuda_ops_bench fp8, attention, fp8_rows and rope, main then candidate; when the bundle has them, step_timeline_new
-#      for a 2048-token prefill and at batch 256 (1000-token contexts), and cublaslt_scale_probe.
+#   3. cuda_ops_bench fp8, attention, fp8_rows and rope, main then candidate; when the bundle has them,
+#      step_timeline_new for a 2048-token prefill and at batch 256 (1000-token contexts), and
+#      cublaslt_scale_probe.
 # Prints a table ($OUT/table.txt); logs in $OUT/logs.tgz.
 set -uo pipefail
 t0=$(date +%s); el() { echo $(( $(date +%s) - t0 )); }
